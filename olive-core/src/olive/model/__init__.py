@@ -1,0 +1,5 @@
+"""Model handlers."""
+
+from olive.model.handler import OliveModelHandler, ONNXModelHandler
+
+__all__ = ["ONNXModelHandler", "OliveModelHandler"]

@@ -1,0 +1,264 @@
+"""Model handlers: where a model lives and how to load or run it."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from olive.exceptions import ModelLoadError
+
+if TYPE_CHECKING:
+    import onnx
+    import onnxruntime
+
+
+class OliveModelHandler:
+    """Base of every model handler: a location on disk plus free-form ``model_attributes``."""
+
+    model_type: str = "OliveModel"
+
+    def __init__(self, model_path: str | Path | None = None, model_attributes: Mapping[str, Any] | None = None):
+        self._model_path = str(model_path) if model_path is not None else None
+        self.model_attributes: dict[str, Any] = dict(model_attributes or {})
+
+    @property
+    def model_path(self) -> str | None:
+        return self._model_path
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.model_type, "config": {"model_path": self._model_path, **self._extra_json()}}
+
+    def _extra_json(self) -> dict[str, Any]:
+        return {"model_attributes": self.model_attributes or None}
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> OliveModelHandler:
+        """Build a handler from ``{"type": "ONNXModel", "config": {...}}`` (fields may also be flat)."""
+        kind = data.get("type")
+        fields = dict(data.get("config") or {k: v for k, v in data.items() if k != "type"})
+        if str(kind).lower() in ("onnxmodel", "onnx"):
+            return ONNXModelHandler(**fields)
+        raise ModelLoadError(f"unknown model type {kind!r}; this version of Olive handles 'ONNXModel'")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._model_path!r})"
+
+
+class ONNXModelHandler(OliveModelHandler):
+    """An ONNX model: a ``.onnx`` file, or a folder holding one (plus its external data).
+
+    :param model_path: the ``.onnx`` file, or a folder containing it.
+    :param onnx_file_name: the file's name inside a folder ``model_path`` (found automatically when the
+        folder holds exactly one ``.onnx`` file).
+    :param inference_settings: onnxruntime settings used to run it: ``execution_provider``,
+        ``provider_options`` and ``session_options`` (``intra_op_num_threads``, ``inter_op_num_threads``,
+        ``execution_mode``, ``graph_optimization_level``, ``extra_session_config``).
+    :param model_attributes: free-form facts passes record about the model.
+    """
+
+    model_type = "ONNXModel"
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        onnx_file_name: str | None = None,
+        inference_settings: Mapping[str, Any] | None = None,
+        use_ort_extensions: bool = False,
+        external_initializers_file_name: str | None = None,
+        constant_inputs_file_name: str | None = None,
+        model_attributes: Mapping[str, Any] | None = None,
+    ):
+        if model_path is None or str(model_path) == "":
+            raise ModelLoadError("an ONNX model needs a model_path: the .onnx file or the folder holding it")
+        super().__init__(model_path, model_attributes)
+        self.onnx_file_name = onnx_file_name
+        self.inference_settings: dict[str, Any] | None = (
+            copy.deepcopy(dict(inference_settings)) if inference_settings else None
+        )
+        self.use_ort_extensions = use_ort_extensions
+        self.external_initializers_file_name = external_initializers_file_name
+        self.constant_inputs_file_name = constant_inputs_file_name
+        self._resolved_path: str | None = None
+
+    @property
+    def model_path(self) -> str:
+        """The full path of the ``.onnx`` file."""
+        if self._resolved_path is None:
+            self._resolved_path = self._resolve_file()
+        return self._resolved_path
+
+    def _resolve_file(self) -> str:
+        path = Path(self._model_path or "")
+        if not path.exists():
+            raise ModelLoadError(f"ONNX model '{path}' does not exist; check the model_path")
+        if path.is_file():
+            return str(path)
+        if self.onnx_file_name:
+            candidate = path / self.onnx_file_name
+            if not candidate.is_file():
+                raise ModelLoadError(
+                    f"ONNX model folder '{path}' has no file '{self.onnx_file_name}'; fix onnx_file_name"
+                )
+            return str(candidate)
+        found = sorted(path.glob("*.onnx"))
+        if len(found) == 1:
+            return str(found[0])
+        if not found:
+            raise ModelLoadError(f"ONNX model folder '{path}' holds no .onnx file; point model_path at the model")
+        raise ModelLoadError(
+            f"ONNX model folder '{path}' holds several .onnx files ({', '.join(f.name for f in found)}); "
+            "set onnx_file_name to pick one"
+        )
+
+    @property
+    def model_dir(self) -> str:
+        return str(Path(self.model_path).parent)
+
+    def validate(self) -> None:
+        """Check that the file exists and parses as ONNX (without loading external weights)."""
+        self.load_model(load_external_data=False)
+
+    def load_model(self, load_external_data: bool = True) -> onnx.ModelProto:
+        """Load the ``ModelProto`` (with its external data unless asked not to)."""
+        import onnx
+
+        path = self.model_path
+        try:
+            return onnx.load(path, load_external_data=load_external_data)
+        except FileNotFoundError as exc:
+            raise ModelLoadError(
+                f"ONNX model '{path}' refers to external data that is missing ({exc.filename or exc}); "
+                "keep the data files beside the model"
+            ) from exc
+        except Exception as exc:  # onnx raises DecodeError, ValueError or others for a non-ONNX file
+            raise ModelLoadError(
+                f"'{path}' is not a valid ONNX model ({type(exc).__name__}: {exc}); check the file"
+            ) from exc
+
+    def external_data_files(self) -> list[str]:
+        """Paths of the external data files the model refers to (reads the graph, not the weights)."""
+        from onnx.external_data_helper import _get_all_tensors, uses_external_data
+
+        proto = self.load_model(load_external_data=False)
+        locations: list[str] = []
+        for tensor in _get_all_tensors(proto):
+            if uses_external_data(tensor):
+                for entry in tensor.external_data:
+                    if entry.key == "location" and entry.value not in locations:
+                        locations.append(entry.value)
+        return [str(Path(self.model_dir) / loc) for loc in locations]
+
+    @property
+    def size_on_disk(self) -> int:
+        """Bytes of the model file plus its external data files."""
+        path = Path(self.model_path)
+        siblings = [p for p in path.parent.iterdir() if p != path]
+        total = path.stat().st_size
+        if not siblings:
+            # Nothing beside the file can be external data; skip parsing the graph.
+            return total
+        return total + sum(Path(f).stat().st_size for f in self.external_data_files() if Path(f).exists())
+
+    def get_io_config(self) -> dict[str, Any]:
+        """Input/output names, shapes (ints or dim names) and numpy dtype names."""
+        import onnx
+
+        proto = self.load_model(load_external_data=False)
+        initializers = {init.name for init in proto.graph.initializer}
+
+        def describe(values: Sequence[Any]) -> tuple[list[str], list[list[int | str]], list[str]]:
+            names, shapes, types = [], [], []
+            for value in values:
+                if value.name in initializers:
+                    continue
+                tensor_type = value.type.tensor_type
+                names.append(value.name)
+                shapes.append(
+                    [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in tensor_type.shape.dim]
+                )
+                types.append(str(onnx.helper.tensor_dtype_to_np_dtype(tensor_type.elem_type)))
+            return names, shapes, types
+
+        input_names, input_shapes, input_types = describe(proto.graph.input)
+        output_names, output_shapes, output_types = describe(proto.graph.output)
+        return {
+            "input_names": input_names,
+            "input_shapes": input_shapes,
+            "input_types": input_types,
+            "output_names": output_names,
+            "output_shapes": output_shapes,
+            "output_types": output_types,
+        }
+
+    def prepare_session(
+        self,
+        inference_settings: Mapping[str, Any] | None = None,
+        device: str | None = None,
+        execution_providers: Sequence[Any] | str | None = None,
+        rank: int | None = None,
+    ) -> onnxruntime.InferenceSession:
+        """A real onnxruntime session for the model, using ``inference_settings`` (else the handler's own)."""
+        import onnxruntime as ort
+
+        settings = dict(inference_settings or self.inference_settings or {})
+        options = ort.SessionOptions()
+        session_options = dict(settings.get("session_options") or {})
+        for key, value in session_options.items():
+            if key == "extra_session_config":
+                for config_key, config_value in (value or {}).items():
+                    options.add_session_config_entry(config_key, str(config_value))
+            elif key == "execution_mode":
+                options.execution_mode = _enum_value(ort.ExecutionMode, value)
+            elif key == "graph_optimization_level":
+                options.graph_optimization_level = _enum_value(ort.GraphOptimizationLevel, value)
+            elif hasattr(options, key):
+                setattr(options, key, value)
+            else:
+                raise ModelLoadError(f"unknown onnxruntime session option '{key}' in inference_settings")
+        providers = execution_providers or settings.get("execution_provider") or ["CPUExecutionProvider"]
+        if isinstance(providers, str):
+            providers = [providers]
+        provider_options = settings.get("provider_options")
+        try:
+            return ort.InferenceSession(
+                self.model_path, sess_options=options, providers=list(providers), provider_options=provider_options
+            )
+        except ModelLoadError:
+            raise
+        except Exception as exc:
+            raise ModelLoadError(
+                f"onnxruntime cannot load '{self.model_path}' ({type(exc).__name__}: {exc})"
+            ) from exc
+
+    def _extra_json(self) -> dict[str, Any]:
+        extra: dict[str, Any] = {}
+        if self.onnx_file_name:
+            extra["onnx_file_name"] = self.onnx_file_name
+        if self.inference_settings:
+            extra["inference_settings"] = self.inference_settings
+        if self.use_ort_extensions:
+            extra["use_ort_extensions"] = True
+        if self.external_initializers_file_name:
+            extra["external_initializers_file_name"] = self.external_initializers_file_name
+        if self.constant_inputs_file_name:
+            extra["constant_inputs_file_name"] = self.constant_inputs_file_name
+        if self.model_attributes:
+            extra["model_attributes"] = self.model_attributes
+        return extra
+
+
+def _enum_value(enum_type: Any, value: Any) -> Any:
+    # Settings come from JSON as ints or names ("ORT_ENABLE_ALL"); onnxruntime wants its own enum.
+    if isinstance(value, enum_type):
+        return value
+    if isinstance(value, str):
+        try:
+            return getattr(enum_type, value)
+        except AttributeError:
+            raise ModelLoadError(f"unknown {enum_type.__name__} '{value}' in inference_settings") from None
+    for member in enum_type.__members__.values():
+        if int(member) == int(value):
+            return member
+    raise ModelLoadError(f"unknown {enum_type.__name__} value {value!r} in inference_settings")

@@ -1,0 +1,419 @@
+"""The Pass contract: the base class of every optimization pass."""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from olive.exceptions import PassConfigError, SearchSpaceError, closest_match_hint
+from olive.passes.pass_config import (
+    BasePassConfig,
+    ParamCategory,
+    PassConfigParam,
+    PassParamDefault,
+    make_config_class,
+)
+from olive.passes.type_check import TypeMismatch, coerce_value, describe_type
+from olive.search.search_parameter import (
+    Categorical,
+    Conditional,
+    ConditionalDefault,
+    SearchParameter,
+    SpecialParamValue,
+    order_by_parents,
+)
+
+if TYPE_CHECKING:
+    from olive.hardware.accelerator import AcceleratorSpec
+    from olive.model.handler import OliveModelHandler
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["BasePassConfig", "ParamCategory", "Pass", "PassConfigParam", "PassParamDefault"]
+
+
+class Pass(ABC):
+    """Base class of an optimization pass. Writing one takes three steps.
+
+    **1. Define a class** deriving from ``Pass``. **2. Declare its config** in ``_default_config``.
+    **3. Implement** ``_run_for_config``, which writes the optimized model under ``output_model_path``
+    and returns a handler for it. A complete pass module, ``my_passes/strip.py``::
+
+        from olive.hardware import AcceleratorSpec
+        from olive.model import ONNXModelHandler
+        from olive.passes import Pass, PassConfigParam
+        from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
+        from olive.search.search_parameter import Boolean
+
+
+        class StripDocStrings(Pass):
+            \"\"\"Remove doc strings from every node (smaller files, same outputs).\"\"\"
+
+            @classmethod
+            def _default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
+                return {
+                    "keep_graph_doc": PassConfigParam(
+                        type_=bool, default_value=False, search_defaults=Boolean(),
+                        description="Keep the graph's own doc string.",
+                    ),
+                    **get_external_data_config(),
+                }
+
+            def _run_for_config(self, model: ONNXModelHandler, config, output_model_path: str):
+                proto = model.load_model()
+                for node in proto.graph.node:
+                    node.doc_string = ""
+                if not config.keep_graph_doc:
+                    proto.graph.doc_string = ""
+                return model_proto_to_olive_model(proto, output_model_path, config)
+
+    and the entry point that makes the engine find it, in the distribution's ``pyproject.toml``::
+
+        [project.entry-points."olive.passes"]
+        StripDocStrings = "my_passes.strip:StripDocStrings"
+
+    After ``pip install .`` the pass is listed by ``olive passes`` and a workflow uses it with
+    ``"passes": {"strip": {"type": "StripDocStrings"}}``; no other step.
+
+    Details of the contract:
+
+    - ``_default_config`` may be a classmethod or a staticmethod taking the accelerator spec; it returns
+      ``{name: PassConfigParam}``. Params with ``search_defaults`` are searched when the workflow has a
+      ``search_strategy``; otherwise ``default_value`` applies.
+    - ``config`` in ``_run_for_config`` is read-only; ``config.name`` and ``config["name"]`` both work.
+    - ``output_model_path`` is a fresh path inside the cache; ONNX passes call
+      ``resolve_onnx_path(output_model_path)`` (or ``model_proto_to_olive_model``) to get ``<dir>/model.onnx``.
+    - Optional: ``validate_config(cls, config, accelerator_spec) -> bool`` (False prunes a search point),
+      ``is_accelerator_agnostic(accelerator_spec) -> bool`` (default True; False puts the accelerator in the
+      cache key), ``_initialize(self)`` (runs once before the first ``_run_for_config``), and a class
+      attribute ``_version`` that goes into cache keys (the distribution's version is used otherwise).
+    """
+
+    #: Optional version of the pass's behaviour; part of every cache key for its runs.
+    _version: ClassVar[str | None] = None
+    #: Set by the plugin registry: the entry-point name, distribution and its version.
+    _olive_pass_name: ClassVar[str | None] = None
+    _olive_distribution: ClassVar[str | None] = None
+    _olive_distribution_version: ClassVar[str | None] = None
+
+    def __init__(
+        self,
+        accelerator_spec: AcceleratorSpec,
+        config: BasePassConfig | Mapping[str, Any] | None = None,
+        host_device: Any = None,
+    ):
+        if not isinstance(config, BasePassConfig):
+            config = self.generate_config(accelerator_spec, config, disable_search=True)
+        self.accelerator_spec = accelerator_spec
+        self.config = config
+        self.host_device = host_device
+        self._initialized = False
+
+    # ----------------------------------------------------------------------------------------------
+    # What an author writes
+    # ----------------------------------------------------------------------------------------------
+    @classmethod
+    @abstractmethod
+    def _default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
+        """Step 2: the pass's config params."""
+
+    @abstractmethod
+    def _run_for_config(
+        self, model: OliveModelHandler, config: BasePassConfig, output_model_path: str
+    ) -> OliveModelHandler:
+        """Step 3: optimize ``model`` with ``config``; write the result under ``output_model_path``."""
+
+    @classmethod
+    def validate_config(cls, config: BasePassConfig, accelerator_spec: AcceleratorSpec) -> bool:
+        """Return False to prune a search point this pass cannot run."""
+        return True
+
+    @classmethod
+    def is_accelerator_agnostic(cls, accelerator_spec: AcceleratorSpec) -> bool:
+        """True when the output does not depend on the accelerator (so one cached run serves all)."""
+        return True
+
+    def _initialize(self) -> None:
+        """Runs once, before the first ``_run_for_config``; override for expensive setup."""
+
+    # ----------------------------------------------------------------------------------------------
+    # What the engine and tools call
+    # ----------------------------------------------------------------------------------------------
+    @classmethod
+    def pass_name(cls) -> str:
+        """The name the pass is registered under (its entry-point name), else its class name."""
+        return cls._olive_pass_name or cls.__name__
+
+    @classmethod
+    def default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
+        """The declared params, checked: a dict of ``PassConfigParam`` whose parents exist and do not cycle."""
+        declared = cls._default_config(accelerator_spec)
+        name = cls.pass_name()
+        if not isinstance(declared, Mapping):
+            raise PassConfigError(
+                f"{name}._default_config must return a dict of PassConfigParam, got {type(declared).__name__}"
+            )
+        for key, param in declared.items():
+            if not isinstance(param, PassConfigParam):
+                raise PassConfigError(
+                    f"{name}._default_config: '{key}' must be a PassConfigParam, got {type(param).__name__}"
+                )
+        order_by_parents({key: param.parents() for key, param in declared.items()}, owner=name)
+        return dict(declared)
+
+    @classmethod
+    def get_config_params(
+        cls,
+        accelerator_spec: AcceleratorSpec,
+        config: Mapping[str, Any] | None = None,
+        disable_search: bool = False,
+        pass_key: str | None = None,
+    ) -> tuple[type[BasePassConfig], dict[str, Any], dict[str, SearchParameter]]:
+        """Resolve a workflow's config for this pass.
+
+        Returns ``(config_class, fixed_values, search_params)``: the frozen config class, the values that do
+        not vary, and the search parameters (empty with ``disable_search``). Raises one
+        :class:`PassConfigError` listing every problem, each naming ``pass_key`` (the pass's key in the
+        workflow), the param and the fix.
+        """
+        owner = f"pass '{pass_key}' ({cls.pass_name()})" if pass_key else f"pass {cls.pass_name()}"
+        try:
+            declared = cls.default_config(accelerator_spec)
+        except SearchSpaceError as exc:
+            raise PassConfigError(f"{owner}: {exc}") from exc
+        user = dict(config or {})
+        problems: list[str] = []
+
+        for key in user:
+            if key not in declared:
+                problems.append(
+                    f"unknown param '{key}'{closest_match_hint(key, declared)}; "
+                    f"valid params: {', '.join(declared) or '(none)'}"
+                )
+
+        fixed: dict[str, Any] = {}
+        search: dict[str, SearchParameter] = {}
+        for name, param in declared.items():
+            if name not in user:
+                if param.required:
+                    problems.append(f"missing required param '{name}' ({describe_type(param.type_)}); add it")
+                elif not disable_search and param.search_defaults is not None:
+                    search[name] = param.search_defaults
+                else:
+                    fixed[name] = param.default_value
+                continue
+            value = user[name]
+            if isinstance(value, str) and value == PassParamDefault.DEFAULT_VALUE:
+                fixed[name] = param.default_value
+            elif isinstance(value, str) and value == PassParamDefault.SEARCHABLE_VALUES:
+                if disable_search:
+                    problems.append(
+                        f"param '{name}' is SEARCHABLE_VALUES but the workflow has no search_strategy; "
+                        "add a search_strategy or give a value"
+                    )
+                elif param.search_defaults is None:
+                    problems.append(
+                        f"param '{name}' is SEARCHABLE_VALUES but it has no search defaults; give a value "
+                        "or a list of values to search"
+                    )
+                else:
+                    search[name] = param.search_defaults
+            elif isinstance(value, SearchParameter) or SearchParameter.is_json(value):
+                if disable_search:
+                    problems.append(
+                        f"param '{name}' is a search parameter but the workflow has no search_strategy; "
+                        "add a search_strategy or give a single value"
+                    )
+                else:
+                    try:
+                        search[name] = value if isinstance(value, SearchParameter) else SearchParameter.from_json(value)
+                    except SearchSpaceError as exc:
+                        problems.append(f"param '{name}': {exc}")
+            elif (
+                isinstance(value, list)
+                and value
+                and param.search_defaults is not None
+                and not disable_search
+                and not _fits(value, param.type_)
+                and all(_fits(item, param.type_) for item in value)
+            ):
+                search[name] = Categorical(value)
+            else:
+                fixed[name] = value
+
+        if problems:
+            raise PassConfigError(_format_problems(owner, problems))
+
+        def check_fixed(names: list[str]) -> None:
+            for name in names:
+                try:
+                    fixed[name] = _check_value(owner, name, fixed[name], declared[name], disable_search)
+                except PassConfigError as exc:
+                    problems.append(str(exc).removeprefix(f"{owner}: "))
+
+        # Check plain values before conditional defaults look them up, then check what those resolved to.
+        plain = [name for name, value in fixed.items() if not isinstance(value, ConditionalDefault)]
+        check_fixed(plain)
+        if problems:
+            raise PassConfigError(_format_problems(owner, problems))
+        fixed, search = cls._resolve_dependencies(owner, declared, fixed, search)
+        check_fixed([name for name in fixed if name not in plain])
+        for name, param in search.items():
+            problems.extend(_check_search_values(name, param, declared[name]))
+        if problems:
+            raise PassConfigError(_format_problems(owner, problems))
+
+        config_class = make_config_class(cls.pass_name(), tuple(declared))
+        return config_class, fixed, search
+
+    @classmethod
+    def _resolve_dependencies(
+        cls,
+        owner: str,
+        declared: dict[str, PassConfigParam],
+        fixed: dict[str, Any],
+        search: dict[str, SearchParameter],
+    ) -> tuple[dict[str, Any], dict[str, SearchParameter]]:
+        # Conditional defaults and conditional search values see their parents' final state: fixed parents
+        # are substituted in; a conditional default with a searched parent becomes a Conditional.
+        def parents(name: str) -> tuple[str, ...]:
+            value = fixed.get(name, search.get(name))
+            return value.parents if isinstance(value, Conditional | ConditionalDefault) else ()
+
+        try:
+            order = order_by_parents({name: parents(name) for name in declared}, owner=owner)
+        except SearchSpaceError as exc:
+            raise PassConfigError(str(exc)) from exc
+        for name in order:
+            if name in fixed and isinstance(fixed[name], ConditionalDefault):
+                known = {p: fixed[p] for p in fixed[name].parents if p in fixed}
+                conditioned = fixed[name].condition(known)
+                if isinstance(conditioned, ConditionalDefault):
+                    del fixed[name]
+                    search[name] = conditioned.as_conditional()
+                else:
+                    fixed[name] = conditioned
+            elif name in search and isinstance(search[name], Conditional):
+                known = {p: fixed[p] for p in search[name].parents if p in fixed}
+                search[name] = search[name].condition(known)
+        return fixed, search
+
+    @classmethod
+    def generate_config(
+        cls,
+        accelerator_spec: AcceleratorSpec,
+        config: Mapping[str, Any] | None = None,
+        point: Mapping[str, Any] | None = None,
+        disable_search: bool = False,
+        pass_key: str | None = None,
+    ) -> BasePassConfig:
+        """The read-only config for one run: fixed values plus ``point`` (a search point for this pass).
+
+        Searched params missing from ``point`` take their ``default_value``.
+        """
+        config_class, fixed, search = cls.get_config_params(accelerator_spec, config, disable_search, pass_key)
+        owner = f"pass '{pass_key}' ({cls.pass_name()})" if pass_key else f"pass {cls.pass_name()}"
+        point = dict(point or {})
+        for key in point:
+            if key not in search and key not in fixed:
+                raise PassConfigError(f"{owner}: search point has unknown param '{key}'")
+        declared = cls.default_config(accelerator_spec)
+        values = dict(fixed)
+        values.update({k: v for k, v in point.items() if k in search or k in fixed})
+        missing = [name for name in search if name not in point]
+        if missing:
+            order = order_by_parents(
+                {n: declared[n].parents() if n in missing else () for n in declared}, owner=owner
+            )
+            for name in order:
+                if name not in missing:
+                    continue
+                default = declared[name].default_value
+                if isinstance(default, ConditionalDefault):
+                    default = default.get_support_with_args([values.get(p) for p in default.parents])
+                values[name] = default
+        for name in search:
+            values[name] = _check_value(owner, name, values[name], declared[name], disable_search=True)
+        return config_class(**values)
+
+    # ----------------------------------------------------------------------------------------------
+    # Running
+    # ----------------------------------------------------------------------------------------------
+    def run(self, model: OliveModelHandler, output_model_path: str | Path) -> OliveModelHandler:
+        """Run the pass on ``model``; returns the handler of the model it wrote."""
+        from olive.model.handler import OliveModelHandler
+
+        if not self._initialized:
+            self._initialize()
+            self._initialized = True
+        result = self._run_for_config(model, self.config, str(output_model_path))
+        if not isinstance(result, OliveModelHandler):
+            raise TypeError(
+                f"{self.pass_name()}._run_for_config must return an OliveModelHandler (e.g. ONNXModelHandler), "
+                f"got {type(result).__name__}"
+            )
+        return result
+
+
+def _fits(value: Any, type_: Any) -> bool:
+    try:
+        coerce_value(value, type_)
+    except TypeMismatch:
+        return False
+    return True
+
+
+def _check_value(owner: str, name: str, value: Any, param: PassConfigParam, disable_search: bool) -> Any:
+    if isinstance(value, str) and value == SpecialParamValue.IGNORED:
+        return value
+    if isinstance(value, str) and value == SpecialParamValue.INVALID:
+        raise PassConfigError(
+            f"{owner}: param '{name}' resolves to an invalid value for the other params' values; "
+            "give it a value explicitly or change the params it depends on"
+        )
+    if value is None and not param.required:
+        return None
+    if param.category == ParamCategory.OBJECT and isinstance(value, str):
+        # A name in the workflow's user_script, resolved by the engine.
+        return value
+    try:
+        value = coerce_value(value, param.type_)
+    except TypeMismatch:
+        hint = ""
+        if isinstance(value, list) and param.search_defaults is not None and disable_search:
+            hint = " (a list searches its values only when the workflow has a search_strategy)"
+        raise PassConfigError(
+            f"{owner}: param '{name}' expects {describe_type(param.type_)}, got {value!r}{hint}"
+        ) from None
+    if param.category == ParamCategory.PATH and isinstance(value, str | Path):
+        value = str(Path(value).expanduser().resolve()) if isinstance(value, str) else value.expanduser().resolve()
+    return value
+
+
+def _check_search_values(name: str, param: SearchParameter, declared: PassConfigParam) -> list[str]:
+    choices: list[Any] = []
+    if isinstance(param, Categorical):
+        choices = param.get_support()
+    elif isinstance(param, Conditional):
+        for option in [*param.support.values(), param.default]:
+            if isinstance(option, Categorical):
+                choices.extend(option.get_support())
+    bad = [
+        value
+        for value in choices
+        if not (isinstance(value, str) and value in (SpecialParamValue.INVALID, SpecialParamValue.IGNORED))
+        and not (value is None and not declared.required)
+        and not _fits(value, declared.type_)
+    ]
+    if bad:
+        return [f"search values {bad!r} of param '{name}' are not {describe_type(declared.type_)}"]
+    return []
+
+
+def _format_problems(owner: str, problems: list[str]) -> str:
+    if len(problems) == 1:
+        return f"{owner}: {problems[0]}"
+    return f"{owner}: {len(problems)} problems:\n" + "\n".join(f"  - {p}" for p in problems)

@@ -1,0 +1,1 @@
+"""Helpers for passes that read and write ONNX models."""
