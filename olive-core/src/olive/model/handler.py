@@ -133,9 +133,22 @@ class ONNXModelHandler(OliveModelHandler):
                 "keep the data files beside the model"
             ) from exc
         except Exception as exc:  # onnx raises DecodeError, ValueError or others for a non-ONNX file
+            if load_external_data:
+                missing = self._missing_external_data()
+                if missing:
+                    raise ModelLoadError(
+                        f"ONNX model '{path}' refers to external data that is missing ({', '.join(missing)}); "
+                        "keep the data files beside the model"
+                    ) from exc
             raise ModelLoadError(
                 f"'{path}' is not a valid ONNX model ({type(exc).__name__}: {exc}); check the file"
             ) from exc
+
+    def _missing_external_data(self) -> list[str]:
+        try:
+            return [f for f in self.external_data_files() if not Path(f).is_file()]
+        except ModelLoadError:
+            return []
 
     def external_data_files(self) -> list[str]:
         """Paths of the external data files the model refers to (reads the graph, not the weights)."""
@@ -228,9 +241,7 @@ class ONNXModelHandler(OliveModelHandler):
         except ModelLoadError:
             raise
         except Exception as exc:
-            raise ModelLoadError(
-                f"onnxruntime cannot load '{self.model_path}' ({type(exc).__name__}: {exc})"
-            ) from exc
+            raise ModelLoadError(f"onnxruntime cannot load '{self.model_path}' ({type(exc).__name__}: {exc})") from exc
 
     def _extra_json(self) -> dict[str, Any]:
         extra: dict[str, Any] = {}

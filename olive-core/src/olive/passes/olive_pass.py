@@ -325,9 +325,7 @@ class Pass(ABC):
         values.update({k: v for k, v in point.items() if k in search or k in fixed})
         missing = [name for name in search if name not in point]
         if missing:
-            order = order_by_parents(
-                {n: declared[n].parents() if n in missing else () for n in declared}, owner=owner
-            )
+            order = order_by_parents({n: declared[n].parents() if n in missing else () for n in declared}, owner=owner)
             for name in order:
                 if name not in missing:
                     continue

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from enum import StrEnum
+from enum import Enum, StrEnum
 from functools import lru_cache
 from typing import Any
 
@@ -43,9 +43,7 @@ def _to_category(value: ParamCategory | str) -> ParamCategory:
 
 def _check_search_defaults(instance: PassConfigParam, attribute: attrs.Attribute, value: Any) -> None:
     if value is not None and not isinstance(value, Categorical | Conditional):
-        raise PassConfigError(
-            f"search_defaults must be a Categorical or Conditional search parameter, got {value!r}"
-        )
+        raise PassConfigError(f"search_defaults must be a Categorical or Conditional search parameter, got {value!r}")
 
 
 @attrs.frozen
@@ -138,9 +136,10 @@ def to_json_value(value: Any) -> Any:
     if isinstance(value, list | tuple | set | frozenset):
         items = [to_json_value(v) for v in value]
         return sorted(items, key=repr) if isinstance(value, set | frozenset) else items
+    if isinstance(value, Enum):
+        return to_json_value(value.value)
     if isinstance(value, str | int | float | bool) or value is None:
-        # str enums stay their value
-        return value.value if hasattr(value, "value") and isinstance(value, StrEnum) else value
+        return value
     return cattrs.unstructure(value) if attrs.has(type(value)) else str(value)
 
 

@@ -78,9 +78,7 @@ class SearchParameter(ABC):
             "Boolean": Boolean,
             "Conditional": lambda: Conditional(
                 parents=tuple(data["parents"]),
-                support={
-                    tuple(item["key"]): _value_from_json(item["value"]) for item in data["support"]
-                },
+                support={tuple(item["key"]): _value_from_json(item["value"]) for item in data["support"]},
                 default=_value_from_json(data["default"]) if data.get("default") is not None else None,
             ),
             "ConditionalDefault": lambda: ConditionalDefault(
@@ -90,9 +88,7 @@ class SearchParameter(ABC):
             ),
         }
         if kind not in builders:
-            raise SearchSpaceError(
-                f"unknown search parameter type {kind!r}; use one of {', '.join(builders)}"
-            )
+            raise SearchSpaceError(f"unknown search parameter type {kind!r}; use one of {', '.join(builders)}")
         try:
             return builders[kind]()
         except KeyError as exc:
@@ -323,8 +319,7 @@ def order_by_parents(dependencies: Mapping[str, Sequence[str]], owner: str = "se
         if state.get(name) == 1:
             cycle = [*path[path.index(name) :], name]
             raise SearchSpaceError(
-                f"{owner}: params depend on each other in a cycle: {' -> '.join(cycle)}; "
-                "remove one of these parents"
+                f"{owner}: params depend on each other in a cycle: {' -> '.join(cycle)}; remove one of these parents"
             )
         state[name] = 1
         for parent in dependencies[name]:
