@@ -1,0 +1,395 @@
+"""``DataConfig``: where calibration/evaluation data comes from and how it is batched.
+
+Written in a workflow's ``data_configs`` list, in Microsoft Olive's form::
+
+    {"name": "calib", "type": "NpzDataContainer",
+     "load_dataset_config": {"data_path": "calib.npz"}, "dataloader_config": {"batch_size": 8}}
+
+    {"name": "eval", "type": "DataContainer", "user_script": "user_script.py",
+     "load_dataset_config": {"type": "load_my_data", "params": {"data_dir": "data"}},
+     "post_process_data_config": {"type": "post_process"}, "dataloader_config": {"batch_size": 4}}
+
+Each component is ``{"type": <function name>, "params": {...}}``; params may also be written flat beside
+``type`` (Olive 0.6 and later). A component type is looked up in the user script, then among functions
+registered with :class:`olive.data.registry.Registry`, then among the built-ins.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from olive.exceptions import OliveError, WorkflowConfigError, closest_match_hint
+
+COMPONENT_FIELDS = {
+    "load_dataset_config": "load_dataset",
+    "pre_process_data_config": "pre_process_data",
+    "post_process_data_config": "post_process_data",
+    "dataloader_config": "dataloader",
+}
+
+# Default component function of each container type; DataContainer has no default dataset loader.
+CONTAINER_DEFAULTS: dict[str, dict[str, str | None]] = {
+    "DataContainer": {"load_dataset": None},
+    "NpzDataContainer": {"load_dataset": "npz_dataset"},
+    "DummyDataContainer": {"load_dataset": "dummy_dataset"},
+}
+COMMON_DEFAULTS = {
+    "pre_process_data": "pre_process",
+    "post_process_data": "post_process",
+    "dataloader": "default_dataloader",
+}
+
+# Olive's other templates need Hugging Face or torch; say what to use instead of a bare "unknown type".
+_UNSUPPORTED_CONTAINERS = {
+    "HuggingfaceContainer",
+    "RawDataContainer",
+    "TransformersDummyDataContainer",
+    "TransformersPromptDummyDataContainer",
+    "TransformersTokenDummyDataContainer",
+}
+
+# Params holding paths, made absolute against the workflow file's folder.
+_PATH_PARAMS = ("data_path", "data_dir")
+
+_TOP_KEYS = ("name", "type", "user_script", "script_dir", *COMPONENT_FIELDS)
+
+
+@attrs.frozen
+class DataComponentConfig:
+    """One data component: the function's name (``type``, ``None`` = the container's default) and its params."""
+
+    type: str | None = None
+    params: dict[str, Any] = attrs.field(factory=dict, converter=dict)
+
+    @classmethod
+    def from_json(cls, data: Any, json_path: str = "component") -> DataComponentConfig:
+        if isinstance(data, DataComponentConfig):
+            return data
+        if data is None:
+            return cls()
+        if not isinstance(data, Mapping):
+            raise WorkflowConfigError(
+                f'{json_path}: expected an object like {{"type": "function_name", "params": {{...}}}}, '
+                f"got {type(data).__name__}"
+            )
+        kind = data.get("type")
+        if kind is not None and not isinstance(kind, str):
+            raise WorkflowConfigError(f"{json_path}.type: expected a function name (string), got {kind!r}")
+        params = data.get("params") or {}
+        if not isinstance(params, Mapping):
+            raise WorkflowConfigError(f"{json_path}.params: expected an object of keyword arguments, got {params!r}")
+        flat = {k: v for k, v in data.items() if k not in ("type", "name", "params")}
+        return cls(type=kind, params={**flat, **params})
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type} if self.type else {}
+        if self.params:
+            out["params"] = dict(self.params)
+        return out
+
+
+def _component(value: Any) -> DataComponentConfig:
+    return DataComponentConfig.from_json(value)
+
+
+@attrs.define(eq=False)
+class DataConfig:
+    """A named data source for calibration or evaluation.
+
+    :param name: referred to by passes (``"data_config": "calib"``) and metrics.
+    :param type: ``NpzDataContainer`` (the built-in ``.npz`` container), ``DataContainer`` (components from
+        ``user_script``) or ``DummyDataContainer`` (synthetic inputs of given shapes).
+    :param user_script: a Python file whose functions the components name.
+    :param script_dir: a folder put on ``sys.path`` while the user script is imported.
+    """
+
+    name: str
+    type: str = "DataContainer"
+    user_script: str | None = None
+    script_dir: str | None = None
+    load_dataset_config: DataComponentConfig = attrs.field(factory=DataComponentConfig, converter=_component)
+    pre_process_data_config: DataComponentConfig = attrs.field(factory=DataComponentConfig, converter=_component)
+    post_process_data_config: DataComponentConfig = attrs.field(factory=DataComponentConfig, converter=_component)
+    dataloader_config: DataComponentConfig = attrs.field(factory=DataComponentConfig, converter=_component)
+    json_path: str | None = attrs.field(default=None, kw_only=True, repr=False)
+    _dataset: Any = attrs.field(default=None, init=False, repr=False)
+
+    # ------------------------------------------------------------------------------------------ parsing
+
+    @classmethod
+    def from_json(
+        cls,
+        data: Mapping[str, Any] | DataConfig,
+        json_path: str = "data_configs[0]",
+        base_dir: str | Path | None = None,
+    ) -> DataConfig:
+        """Validate a data config's JSON; relative paths are resolved against ``base_dir`` (default: cwd)."""
+        if isinstance(data, DataConfig):
+            return data
+        if not isinstance(data, Mapping):
+            raise WorkflowConfigError(f"{json_path}: expected a data config object, got {type(data).__name__}")
+        base = Path(base_dir) if base_dir is not None else Path.cwd()
+        for key in data:
+            if key not in _TOP_KEYS:
+                hint = closest_match_hint(str(key), _TOP_KEYS)
+                if key == "components":
+                    hint = " (write each component as its own key: load_dataset_config, dataloader_config, ...)"
+                raise WorkflowConfigError(
+                    f"{json_path}.{key}: unknown data config key{hint}; valid keys: {', '.join(_TOP_KEYS)}"
+                )
+        name = data.get("name")
+        if not isinstance(name, str) or not name:
+            raise WorkflowConfigError(f"{json_path}.name: every data config needs a name (a non-empty string)")
+        kind = data.get("type", "DataContainer")
+        if kind not in CONTAINER_DEFAULTS:
+            if kind in _UNSUPPORTED_CONTAINERS:
+                raise WorkflowConfigError(
+                    f"{json_path}.type: '{kind}' is not available in this version of Olive; save the data as an "
+                    "NpzDataContainer (.npz keyed by input name) or load it with a DataContainer and a user_script"
+                )
+            raise WorkflowConfigError(
+                f"{json_path}.type: unknown data container '{kind}'{closest_match_hint(str(kind), CONTAINER_DEFAULTS)}"
+                f"; use one of {', '.join(CONTAINER_DEFAULTS)}"
+            )
+        script_dir = data.get("script_dir")
+        if script_dir is not None:
+            script_dir = str(_absolute(script_dir, base))
+        user_script = data.get("user_script")
+        if user_script is not None:
+            from olive.data.user_script import resolve_script_path
+
+            user_script = str(resolve_script_path(user_script, script_dir, base))
+            if not Path(user_script).is_file():
+                raise WorkflowConfigError(
+                    f"{json_path}.user_script: '{user_script}' does not exist; paths are relative to the workflow "
+                    "file's folder"
+                )
+        components = {}
+        for field in COMPONENT_FIELDS:
+            comp = DataComponentConfig.from_json(data.get(field), f"{json_path}.{field}")
+            params = dict(comp.params)
+            for key in _PATH_PARAMS:
+                if isinstance(params.get(key), str | Path):
+                    params[key] = str(_absolute(params[key], base))
+            components[field] = DataComponentConfig(comp.type, params)
+        config = cls(
+            name=name, type=kind, user_script=user_script, script_dir=script_dir, **components, json_path=json_path
+        )
+        config._check_static(json_path)
+        return config
+
+    def _check_static(self, json_path: str) -> None:
+        load = self.load_dataset_config
+        if self.type == "DataContainer" and not load.type:
+            raise WorkflowConfigError(
+                f'{json_path}.load_dataset_config: a DataContainer needs a load_dataset_config with "type": '
+                "the name of a function in user_script that returns the dataset (or use NpzDataContainer)"
+            )
+        for field in COMPONENT_FIELDS:
+            comp = getattr(self, field)
+            if comp.type and not self.user_script and not _known_builtin(COMPONENT_FIELDS[field], comp.type):
+                raise WorkflowConfigError(
+                    f"{json_path}.{field}.type: '{comp.type}' is not a built-in component; set user_script to the "
+                    "file that defines it"
+                )
+        if self.type == "NpzDataContainer" and not load.type:
+            path = load.params.get("data_path") or load.params.get("data_dir")
+            if not path:
+                raise WorkflowConfigError(
+                    f"{json_path}.load_dataset_config.data_path: an NpzDataContainer needs the .npz file's path"
+                )
+            if not Path(path).is_file():
+                raise WorkflowConfigError(
+                    f"{json_path}.load_dataset_config.data_path: '{path}' does not exist; paths are relative to the "
+                    "workflow file's folder"
+                )
+            unknown = [k for k in load.params if k not in ("data_path", "data_dir", "max_samples")]
+            if unknown:
+                raise WorkflowConfigError(
+                    f"{json_path}.load_dataset_config.{unknown[0]}: unknown key for NpzDataContainer"
+                    f"{closest_match_hint(unknown[0], ['data_path', 'max_samples'])}; valid: data_path, max_samples"
+                )
+
+    def check_user_script(self) -> None:
+        """Import the user script and check every component it names exists (a clear error if not)."""
+        for field, kind in COMPONENT_FIELDS.items():
+            if getattr(self, field).type:
+                self.get_component(kind)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "type": self.type}
+        if self.user_script:
+            out["user_script"] = self.user_script
+        if self.script_dir:
+            out["script_dir"] = self.script_dir
+        for field in COMPONENT_FIELDS:
+            comp = getattr(self, field)
+            if comp.type or comp.params:
+                out[field] = comp.to_json()
+        return out
+
+    def content_hash(self) -> str:
+        """sha256 of the config and the bytes of the files it reads (data files, user script).
+
+        Paths alone would let an edited ``.npz`` reuse stale cached results; this changes with the content.
+        """
+        import hashlib
+        import json
+
+        digest = hashlib.sha256(json.dumps(self.to_json(), sort_keys=True, default=str).encode())
+        files = [self.user_script] if self.user_script else []
+        for field in COMPONENT_FIELDS:
+            params = getattr(self, field).params
+            files.extend(str(params[key]) for key in _PATH_PARAMS if isinstance(params.get(key), str))
+        for name in files:
+            path = Path(name)
+            targets = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+            for target in targets:
+                digest.update(str(target).encode())
+                if target.is_file():
+                    with target.open("rb") as handle:
+                        for chunk in iter(lambda h=handle: h.read(1 << 20), b""):
+                            digest.update(chunk)
+        return digest.hexdigest()
+
+    @property
+    def where(self) -> str:
+        """How error messages name this config."""
+        return f"data config '{self.name}'" + (f" ({self.json_path})" if self.json_path else "")
+
+    # ------------------------------------------------------------------------------------------ loading
+
+    def get_component(self, kind: str) -> tuple[Callable[..., Any], dict[str, Any]]:
+        """The function and params of component ``kind`` (``load_dataset``, ``pre_process_data``, ...)."""
+        from olive.data.components import BUILTINS
+        from olive.data.registry import Registry
+
+        field = next(f for f, k in COMPONENT_FIELDS.items() if k == kind)
+        comp: DataComponentConfig = getattr(self, field)
+        name = comp.type or CONTAINER_DEFAULTS[self.type].get(kind, COMMON_DEFAULTS.get(kind))
+        if name is None:
+            raise WorkflowConfigError(f"{self.where}: {field}.type is missing; name a function in user_script")
+        func = None
+        if self.user_script and comp.type:
+            from olive.data.user_script import load_user_script
+
+            module = load_user_script(self.user_script, self.script_dir, where=f"{self.where}.user_script")
+            func = getattr(module, name, None)
+            if func is None:
+                func = Registry.get(kind, name)
+            if func is None and name not in BUILTINS[kind]:
+                from olive.data.user_script import get_user_function
+
+                get_user_function(module, name, f"{self.where}: {field}.type")
+        if func is None:
+            func = Registry.get(kind, name) or BUILTINS[kind].get(name)
+        if func is None:
+            raise WorkflowConfigError(
+                f"{self.where}: {field}.type '{name}' is neither in user_script nor built in"
+                f"{closest_match_hint(name, BUILTINS[kind])}"
+            )
+        return func, dict(comp.params)
+
+    def load_dataset(self) -> Any:
+        """The dataset after ``load_dataset`` and ``pre_process_data`` (loaded once per config object)."""
+        if self._dataset is None:
+            func, params = self.get_component("load_dataset")
+            if "data_dir" not in params and _accepts(func, "data_dir"):
+                params["data_dir"] = None
+            dataset = self._call(func, "load_dataset_config", (), params)
+            func, params = self.get_component("pre_process_data")
+            self._dataset = self._call(func, "pre_process_data_config", (dataset,), params)
+        return self._dataset
+
+    def create_dataloader(self, batch_size: int | None = None) -> DataLoader:
+        """A re-iterable loader yielding ``(inputs: dict[str, ndarray], labels | None)`` batches."""
+        return DataLoader(self, batch_size)
+
+    def to_data_container(self) -> DataContainer:
+        """Microsoft Olive's entry point for passes: ``config.to_data_container().create_dataloader()``."""
+        return DataContainer(self)
+
+    def post_process(self, output: Any) -> Any:
+        """Apply ``post_process_data`` to a model's outputs (for the accuracy metric)."""
+        func, params = self.get_component("post_process_data")
+        return self._call(func, "post_process_data_config", (output,), params)
+
+    def _call(self, func: Callable[..., Any], field: str, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        try:
+            return func(*args, **params)
+        except OliveError as exc:
+            raise type(exc)(f"{self.where}: {exc}") from exc
+        except Exception as exc:
+            raise OliveError(
+                f"{self.where}: {field} function '{getattr(func, '__name__', func)}' failed "
+                f"({type(exc).__name__}: {exc}); check its params in the data config"
+            ) from exc
+
+
+class DataContainer:
+    """What Microsoft Olive passes call on a data config: the dataset, a loader, a calibration reader."""
+
+    def __init__(self, config: DataConfig):
+        self.config = config
+
+    def load_dataset(self) -> Any:
+        return self.config.load_dataset()
+
+    def create_dataloader(self, batch_size: int | None = None, **kwargs: Any) -> DataLoader:
+        return self.config.create_dataloader(batch_size)
+
+    def create_calibration_dataloader(self, max_samples: int | None = None, **kwargs: Any) -> Any:
+        """An ``onnxruntime.quantization.CalibrationDataReader`` over the data."""
+        from olive.data.calibration import CalibrationDataReader
+
+        return CalibrationDataReader(self.config, max_samples=max_samples)
+
+
+class DataLoader:
+    """Batches of a :class:`DataConfig`, normalized to ``(dict of numpy arrays, labels | None)``."""
+
+    def __init__(self, config: DataConfig, batch_size: int | None = None):
+        self.config = config
+        self.batch_size = batch_size
+
+    def __iter__(self) -> Iterator[tuple[dict[str, Any], Any]]:
+        from olive.data.components import normalize_batch
+
+        dataset = self.config.load_dataset()
+        func, params = self.config.get_component("dataloader")
+        if self.batch_size is not None:
+            params["batch_size"] = self.batch_size
+        loader = self.config._call(func, "dataloader_config", (dataset,), params)
+        try:
+            for batch in loader:
+                yield normalize_batch(batch)
+        except OliveError:
+            raise
+        except Exception as exc:
+            raise OliveError(
+                f"{self.config.where}: reading a batch failed ({type(exc).__name__}: {exc}); check the dataloader"
+            ) from exc
+
+
+def _absolute(value: str | Path, base: Path) -> Path:
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else (base / path).resolve()
+
+
+def _accepts(func: Callable[..., Any], name: str) -> bool:
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params
+
+
+def _known_builtin(kind: str, name: str) -> bool:
+    from olive.data.components import BUILTINS
+
+    return name in BUILTINS[kind]
