@@ -1,0 +1,123 @@
+"""OnnxPeepholeOptimizer: local clean-ups that never change what the model computes."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from olive.exceptions import PassConfigError, PassRunError
+from olive.passes import PassConfigParam
+from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
+from olive_passes_graph._base import CheckedPass
+from olive_passes_graph._common import carry_over, output_guard
+
+if TYPE_CHECKING:
+    import onnx
+
+    from olive.hardware.accelerator import AcceleratorSpec
+    from olive.model.handler import ONNXModelHandler
+    from olive.passes.pass_config import BasePassConfig
+
+logger = logging.getLogger(__name__)
+
+
+class OnnxPeepholeOptimizer(CheckedPass):
+    """Fold constants, drop dead code, identities and no-op casts (onnxscript optimizer and/or onnxoptimizer).
+
+    Each tool can be switched off. The graph's inputs, outputs and results stay the same; only nodes that
+    compute nothing useful go, which makes the model smaller and every later pass and session load faster.
+    """
+
+    @classmethod
+    def _default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
+        return {
+            "onnxscript_optimize": PassConfigParam(
+                type_=bool,
+                default_value=True,
+                description="Run onnxscript's optimizer: constant folding, dead code and identity removal, "
+                "no-op cast and cast-chain rewrites.",
+            ),
+            "onnxoptimizer_optimize": PassConfigParam(
+                type_=bool,
+                default_value=True,
+                description="Run onnxoptimizer's fuse-and-eliminate passes (nop casts, identities, dead ends, "
+                "consecutive transposes/squeezes, unused initializers...).",
+            ),
+            "onnxoptimizer_passes": PassConfigParam(
+                type_=list[str] | None,
+                default_value=None,
+                description="onnxoptimizer pass names to run instead of its fuse-and-eliminate set.",
+            ),
+            **get_external_data_config(),
+        }
+
+    @classmethod
+    def _check_config(cls, config: BasePassConfig, owner: str) -> None:
+        if not config.onnxscript_optimize and not config.onnxoptimizer_optimize:
+            raise PassConfigError(
+                f"{owner}: both onnxscript_optimize and onnxoptimizer_optimize are false, so the pass would do "
+                "nothing; enable one of them or drop the pass"
+            )
+        if config.onnxoptimizer_passes is not None:
+            import onnxoptimizer
+
+            available = set(onnxoptimizer.get_available_passes())
+            unknown = [name for name in config.onnxoptimizer_passes if name not in available]
+            if unknown:
+                from olive.exceptions import closest_match_hint
+
+                hints = "; ".join(f"'{name}'{closest_match_hint(name, available)}" for name in unknown)
+                raise PassConfigError(
+                    f"{owner}: param 'onnxoptimizer_passes' has unknown pass names: {hints}. "
+                    "onnxoptimizer.get_available_passes() lists the valid ones"
+                )
+
+    def _run_for_config(
+        self, model: ONNXModelHandler, config: BasePassConfig, output_model_path: str
+    ) -> ONNXModelHandler:
+        proto = model.load_model()
+        before = len(proto.graph.node)
+        if config.onnxscript_optimize:
+            proto = _onnxscript_optimize(proto, model.model_path)
+        if config.onnxoptimizer_optimize:
+            proto = _onnxoptimizer_optimize(proto, model.model_path, config.onnxoptimizer_passes)
+        after = len(proto.graph.node)
+        logger.info("OnnxPeepholeOptimizer: %d nodes -> %d nodes", before, after)
+        with output_guard(output_model_path):
+            result = model_proto_to_olive_model(proto, output_model_path, config)
+        return carry_over(model, result, attributes={"peephole_node_count": {"before": before, "after": after}})
+
+
+def _onnxscript_optimize(proto: onnx.ModelProto, path: str) -> onnx.ModelProto:
+    import onnxscript.optimizer
+
+    try:
+        return onnxscript.optimizer.optimize(proto)
+    except Exception as first:
+        # Shape inference is the usual failure on graphs with custom or contrib ops; folding still works without it.
+        logger.info("onnxscript optimizer failed (%s); retrying without ONNX shape inference", first)
+        try:
+            return onnxscript.optimizer.optimize(proto, onnx_shape_inference=False)
+        except Exception as exc:
+            raise PassRunError(
+                f"onnxscript's optimizer failed on '{path}' ({type(exc).__name__}: {exc}); "
+                "set onnxscript_optimize to false to skip it"
+            ) from exc
+
+
+def _onnxoptimizer_optimize(proto: onnx.ModelProto, path: str, passes: list[str] | None) -> onnx.ModelProto:
+    import onnx
+    import onnxoptimizer
+
+    try:
+        # Casts and other no-ops are only recognized as such when tensor types are known.
+        proto = onnx.shape_inference.infer_shapes(proto)
+    except Exception as exc:
+        logger.info("ONNX shape inference failed before onnxoptimizer (%s); continuing without it", exc)
+    try:
+        return onnxoptimizer.optimize(proto, passes=list(passes) if passes is not None else None)
+    except Exception as exc:
+        raise PassRunError(
+            f"onnxoptimizer failed on '{path}' ({type(exc).__name__}: {exc}); "
+            "set onnxoptimizer_optimize to false to skip it"
+        ) from exc
