@@ -1,0 +1,171 @@
+"""``OnnxBlockWiseRtnQuantization``: weight-only 4-bit (or 8-bit) MatMul quantization to MatMulNBits."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from olive.exceptions import PassConfigError
+from olive.passes import Pass, PassConfigParam
+from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
+from olive.search.search_parameter import Categorical
+from olive_passes_quant._checks import warn_unknown_nodes
+from olive_passes_quant._types import AccuracyLevel
+
+if TYPE_CHECKING:
+    import onnx
+
+    from olive.hardware.accelerator import AcceleratorSpec
+    from olive.model.handler import ONNXModelHandler
+    from olive.passes.pass_config import BasePassConfig
+
+logger = logging.getLogger(__name__)
+
+
+class OnnxBlockWiseRtnQuantization(Pass):
+    """Quantize MatMul weights block-wise with round-to-nearest into com.microsoft MatMulNBits nodes.
+
+    Each block of ``block_size`` consecutive weights along K (the reduced axis) gets its own scale (and
+    zero point unless symmetric). Activations stay in float; only constant 2-D MatMul weights change.
+    """
+
+    @classmethod
+    def _default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
+        return {
+            "bits": PassConfigParam(
+                type_=int, default_value=4, description="Bits per weight: 4, or 8 (onnxruntime >= 1.22)."
+            ),
+            "block_size": PassConfigParam(
+                type_=int,
+                default_value=128,
+                search_defaults=Categorical([16, 32, 64, 128]),
+                description="Weights per block along K: a power of two, at least 16. Smaller is more accurate.",
+            ),
+            "is_symmetric": PassConfigParam(
+                type_=bool, default_value=True, description="Symmetric blocks (no zero points)."
+            ),
+            "accuracy_level": PassConfigParam(
+                type_=AccuracyLevel | None,
+                default_value=None,
+                description=(
+                    "MatMulNBits accuracy_level: minimum compute type, 0/unset, 1/fp32, 2/fp16, 3/bf16 or 4/int8 "
+                    "(int8 is fastest on CPU)."
+                ),
+            ),
+            "nodes_to_exclude": PassConfigParam(
+                type_=list[str] | None, default_value=None, description="MatMul node names to keep in float."
+            ),
+            "nodes_to_include": PassConfigParam(
+                type_=list[str] | None,
+                default_value=None,
+                description="Quantize only these MatMul nodes (None: every MatMul with a constant 2-D weight).",
+            ),
+            **get_external_data_config(),
+        }
+
+    @classmethod
+    def explain_invalid(cls, config: Mapping[str, Any], accelerator_spec: AcceleratorSpec | None = None) -> str | None:
+        """Why MatMulNBits cannot take this config, or None when it can."""
+        block_size = config.get("block_size")
+        if not isinstance(block_size, int) or block_size < 16 or block_size & (block_size - 1):
+            return (
+                f"block_size {block_size} is not supported by MatMulNBits; use a power of two >= 16 (16, 32, 64, 128)"
+            )
+        bits = config.get("bits")
+        if bits not in (4, 8):
+            return f"bits {bits} is not supported; use 4 or 8"
+        if bits == 8 and _ort_release() < (1, 22):
+            return "8-bit MatMulNBits needs onnxruntime >= 1.22; use bits=4 or upgrade onnxruntime"
+        return None
+
+    @classmethod
+    def validate_config(cls, config: BasePassConfig, accelerator_spec: AcceleratorSpec) -> bool:
+        reason = cls.explain_invalid(config, accelerator_spec)
+        if reason:
+            logger.info("%s: skipping config: %s", cls.pass_name(), reason)
+            return False
+        return True
+
+    def _run_for_config(
+        self, model: ONNXModelHandler, config: BasePassConfig, output_model_path: str
+    ) -> ONNXModelHandler:
+        from onnxruntime.quantization.matmul_nbits_quantizer import (
+            DefaultWeightOnlyQuantConfig,
+            MatMulNBitsQuantizer,
+        )
+
+        owner = f"pass {self.pass_name()}"
+        reason = self.explain_invalid(config, self.accelerator_spec)
+        if reason:
+            raise PassConfigError(f"{owner}: {reason}")
+
+        proto = model.load_model()
+        node_names = [node.name for node in proto.graph.node]
+        for param in ("nodes_to_exclude", "nodes_to_include"):
+            if config[param]:
+                warn_unknown_nodes(config[param], param, node_names)
+        targets = _quantizable_matmuls(proto)
+        exclude = set(config.nodes_to_exclude or [])
+        if config.nodes_to_include:
+            # onnxruntime's nodes_to_include adds to the op-type selection; ours restricts it.
+            exclude |= {name for name in targets if name not in set(config.nodes_to_include)}
+        chosen = {name: k for name, k in targets.items() if name not in exclude}
+        if not chosen:
+            logger.warning("%s: no MatMul with a constant 2-D weight to quantize in %s", owner, model.model_path)
+        padded = sorted(name for name, k in chosen.items() if k % config.block_size)
+        if padded:
+            logger.warning(
+                "%s: K of %d MatMul(s) is not a multiple of block_size %d (e.g. %s); their last block is padded, "
+                "which costs bytes and no accuracy is gained. A block_size dividing K avoids it.",
+                owner,
+                len(padded),
+                config.block_size,
+                padded[0],
+            )
+
+        accuracy_level = int(config.accuracy_level) if config.accuracy_level is not None else None
+        quantizer = MatMulNBitsQuantizer(
+            proto,
+            bits=config.bits,
+            block_size=config.block_size,
+            is_symmetric=config.is_symmetric,
+            accuracy_level=accuracy_level,
+            nodes_to_exclude=sorted(exclude),
+            algo_config=DefaultWeightOnlyQuantConfig(
+                block_size=config.block_size,
+                is_symmetric=config.is_symmetric,
+                accuracy_level=accuracy_level,
+                bits=config.bits,
+                op_types_to_quantize=("MatMul",),
+            ),
+        )
+        quantizer.process()
+        return model_proto_to_olive_model(quantizer.model.model, output_model_path, config)
+
+
+def _quantizable_matmuls(proto: onnx.ModelProto) -> dict[str, int]:
+    """MatMul node name -> K, for MatMuls whose second input is a constant 2-D float initializer."""
+    import onnx
+
+    weights = {
+        init.name: list(init.dims)
+        for init in proto.graph.initializer
+        if init.data_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16) and len(init.dims) == 2
+    }
+    return {
+        node.name: int(weights[node.input[1]][0])
+        for node in proto.graph.node
+        if node.op_type == "MatMul" and len(node.input) == 2 and node.input[1] in weights
+    }
+
+
+def _ort_release() -> tuple[int, ...]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    for dist in ("onnxruntime", "onnxruntime-gpu", "onnxruntime-directml", "ort-nightly"):
+        try:
+            return tuple(int(p) for p in version(dist).split(".")[:2] if p.isdigit())
+        except PackageNotFoundError:
+            continue
+    return (0,)

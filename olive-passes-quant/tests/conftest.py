@@ -1,0 +1,48 @@
+"""Shared fixtures: a tiny BERT-like model, seeded inputs and calibration data for it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+PASS_NAMES = {
+    "OnnxDynamicQuantization": "olive_passes_quant.dynamic",
+    "OnnxStaticQuantization": "olive_passes_quant.static",
+    "OnnxQuantization": "olive_passes_quant.quantization",
+    "OnnxQuantizationPreprocess": "olive_passes_quant.preprocess",
+    "OnnxBlockWiseRtnQuantization": "olive_passes_quant.blockwise",
+    "OnnxFloatToFloat16": "olive_passes_quant.float16",
+}
+
+
+@pytest.fixture(scope="session")
+def bert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A saved tiny BERT-like model plus an .npz calibration set for it (shared: nothing writes there)."""
+    from olive.testing.models import bert_like_model, save_model, write_npz_dataset
+
+    root = tmp_path_factory.mktemp("bert")
+    model = save_model(bert_like_model(), root / "model")
+    write_npz_dataset(root / "calib.npz", model, num_samples=16, sequence_length=16, seed=1)
+    return root
+
+
+@pytest.fixture
+def bert(bert_dir: Path):
+    from olive.model.handler import ONNXModelHandler
+
+    return ONNXModelHandler(model_path=str(bert_dir / "model" / "model.onnx"))
+
+
+@pytest.fixture
+def calib_npz(bert_dir: Path) -> Path:
+    return bert_dir / "calib.npz"
+
+
+@pytest.fixture(scope="session")
+def bert_inputs(bert_dir: Path):
+    """Seeded evaluation inputs (different from the calibration samples)."""
+    from olive.model.handler import ONNXModelHandler
+    from olive.testing.models import random_inputs
+
+    return random_inputs(ONNXModelHandler(model_path=str(bert_dir / "model" / "model.onnx")), 4, 24, seed=7)

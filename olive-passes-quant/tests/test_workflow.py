@@ -1,0 +1,89 @@
+"""The passes inside real workflows (olive.workflows.run): search pruning, data config names, failures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import olive.workflows
+from olive.exceptions import OliveError
+
+
+def _workflow(model, data_path: Path, root: Path, passes: dict, search: bool) -> dict:
+    workflow = {
+        "input_model": {"type": "ONNXModel", "model_path": str(model.model_path)},
+        "data_configs": [
+            {
+                "name": "calib",
+                "type": "NpzDataContainer",
+                "load_dataset_config": {"data_path": str(data_path)},
+                "dataloader_config": {"batch_size": 4},
+            }
+        ],
+        "evaluators": {
+            "common": {
+                "metrics": [
+                    {
+                        "name": "agree",
+                        "type": "agreement",
+                        "data_config": "calib",
+                        "sub_types": [{"name": "cosine_mean", "priority": 1}],
+                    }
+                ]
+            }
+        },
+        "evaluator": "common",
+        "passes": passes,
+        "cache_dir": str(root / "cache"),
+        "output_dir": str(root / "out"),
+    }
+    if search:
+        workflow["search_strategy"] = {"execution_order": "joint", "sampler": "sequential", "max_samples": 0}
+    return workflow
+
+
+def test_static_search_visits_only_valid_points(tmp_path, bert, calib_npz):
+    passes = {
+        "quantize": {
+            "type": "OnnxStaticQuantization",
+            "data_config": "calib",
+            # pin the rest so the search is over (quant_format, precision, activation_type) only
+            "per_channel": True,
+            "reduce_range": False,
+            "quant_preprocess": False,
+            "calibrate_method": "MinMax",
+        }
+    }
+    output = olive.workflows.run(_workflow(bert, calib_npz, tmp_path, passes, search=True))
+    tried = [n for n in output.footprint if n.pass_name == "OnnxStaticQuantization"]
+    combos = {(n.config["quant_format"], n.config["precision"], n.config["activation_type"]) for n in tried}
+    assert combos == {("QDQ", "int8", "int8"), ("QDQ", "uint8", "uint8"), ("QOperator", "uint8", "uint8")}
+    assert all(n.status == "ok" for n in tried)
+    for node in tried:
+        assert node.metrics["agree-cosine_mean"]["value"] >= 0.98
+
+
+def test_dynamic_and_4bit_in_one_workflow(tmp_path, bert, calib_npz):
+    passes = {
+        "quantize": [
+            {"type": "OnnxDynamicQuantization"},
+            {"type": "OnnxBlockWiseRtnQuantization", "block_size": 32},
+        ]
+    }
+    output = olive.workflows.run(_workflow(bert, calib_npz, tmp_path, passes, search=True))
+    names = {n.pass_name for n in output.footprint if n.status == "ok"}
+    assert {"OnnxDynamicQuantization", "OnnxBlockWiseRtnQuantization"} <= names
+    assert (tmp_path / "out" / "model.onnx").is_file()
+
+
+def test_failed_calibration_leaves_nothing_in_cache_or_output(tmp_path, bert):
+    bad = tmp_path / "bad.npz"
+    rows = np.ones((4, 16), dtype=np.int64)
+    np.savez(bad, input_id=rows, attention_mask=rows, token_type_ids=rows)
+    passes = {"quantize": {"type": "OnnxStaticQuantization", "data_config": "calib"}}
+    with pytest.raises(OliveError, match="input_ids"):
+        olive.workflows.run(_workflow(bert, bad, tmp_path, passes, search=False))
+    assert not list((tmp_path / "cache").rglob("*.onnx"))
+    assert not (tmp_path / "out" / "model.onnx").exists()
