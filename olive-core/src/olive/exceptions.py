@@ -57,3 +57,7 @@ class WorkflowConfigError(OliveError, ValueError):
 
 class PassRunError(OliveError):
     """A pass raised while running; the original exception is chained."""
+
+
+class TemplateError(OliveError):
+    """A pass distribution cannot be created from the template (a bad name, an existing folder, ...)."""
