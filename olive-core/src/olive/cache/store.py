@@ -1,0 +1,206 @@
+"""A content-addressed store of pass runs and evaluation results.
+
+Layout under the cache folder::
+
+    olive-cache.json          marker (so `olive cache clean` never deletes a folder it did not make)
+    runs/<k[:2]>/<k>/         one finished pass run: run.json plus the output model files
+    evals/<k[:2]>/<k>.json    one evaluation result
+    tmp/<pid>-<k>-<rand>/     a run in progress; renamed into runs/ when it finishes
+
+A key is the full sha256 of everything the result depends on (see ``olive.engine.keys``). A run is
+written into ``tmp/`` and renamed into place in one ``os.rename``, so a reader sees a finished entry or
+nothing; a run killed half-way leaves only a ``tmp/`` folder, which a later run removes once its
+process is gone. Two processes that finish the same run race on the rename; the loser drops its copy
+and uses the winner's, which holds the same content.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+MARKER = "olive-cache.json"
+_FORMAT = 1
+# In-process memo of file hashes: (path, inode, size, mtime_ns) -> sha256. Hashing big models on every
+# lookup would dominate a fully cached run.
+_HASH_MEMO: dict[tuple[str, int, int, int], str] = {}
+# A file modified this recently may be rewritten again within one timestamp tick with the same size, so
+# its memo entry could go stale unseen; such files are hashed every time (as git does for "racy" files).
+_RACY_SECONDS = 2.0
+
+
+def hash_file(path: str | Path) -> str:
+    """The sha256 of a file's bytes (memoized on path, size and modification time)."""
+    path = Path(path)
+    stat = path.stat()
+    memo_key = (str(path.resolve()), stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    digest = _HASH_MEMO.get(memo_key)
+    if digest is None:
+        sha = hashlib.sha256()
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                sha.update(block)
+        digest = sha.hexdigest()
+        if time.time() - stat.st_mtime > _RACY_SECONDS:
+            _HASH_MEMO[memo_key] = digest
+    return digest
+
+
+def hash_model(model: Any) -> str:
+    """The sha256 of a model's content: its file plus every external data file, in a fixed order."""
+    path = Path(model.model_path)
+    sha = hashlib.sha256()
+    sha.update(b"model\0" + hash_file(path).encode())
+    externals: list[str] = []
+    if any(p != path for p in path.parent.iterdir()) and hasattr(model, "external_data_files"):
+        externals = sorted(model.external_data_files())
+    for file in externals:
+        rel = os.path.relpath(file, path.parent)
+        sha.update(f"\0{rel}\0".encode() + (hash_file(file).encode() if Path(file).exists() else b"missing"))
+    return sha.hexdigest()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class CacheStore:
+    """One cache folder. Creating it is cheap; nothing is read until asked."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root).expanduser().resolve()
+        self._ensured = False
+
+    # ------------------------------------------------------------------------------------------
+    def ensure(self) -> None:
+        if self._ensured:
+            return
+        for sub in ("runs", "evals", "tmp"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        marker = self.root / MARKER
+        if not marker.exists():
+            self._write_json_atomic(marker, {"format": _FORMAT, "created_by": "olive"})
+        self._ensured = True
+
+    def is_cache(self) -> bool:
+        return (self.root / MARKER).is_file()
+
+    def clean_stale_tmp(self) -> int:
+        """Remove temp folders whose process has ended (a killed run); returns how many."""
+        removed = 0
+        tmp = self.root / "tmp"
+        if not tmp.is_dir():
+            return 0
+        for entry in tmp.iterdir():
+            pid_text = entry.name.split("-", 1)[0]
+            if pid_text.isdigit() and (int(pid_text) == os.getpid() or _pid_alive(int(pid_text))):
+                continue
+            shutil.rmtree(entry, ignore_errors=True)
+            removed += 1
+        return removed
+
+    # ------------------------------------------------------------------------------------------
+    # Pass runs
+    def run_dir(self, key: str) -> Path:
+        return self.root / "runs" / key[:2] / key
+
+    def get_run(self, key: str) -> dict[str, Any] | None:
+        """The record of a finished run, with ``entry_dir`` added, or None."""
+        record_path = self.run_dir(key) / "run.json"
+        try:
+            record = json.loads(record_path.read_text())
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except (OSError, ValueError):
+            # Cannot happen through this class (entries appear whole); treat a damaged one as missing.
+            return None
+        record["entry_dir"] = str(record_path.parent)
+        return record
+
+    @contextlib.contextmanager
+    def new_run(self, key: str) -> Iterator[Path]:
+        """A fresh temp folder for a run; on a clean exit it becomes the entry for ``key``.
+
+        Write the outputs and ``run.json`` inside it. On an exception the folder is removed.
+        """
+        self.ensure()
+        tmp = self.root / "tmp" / f"{os.getpid()}-{key[:16]}-{uuid.uuid4().hex[:8]}"
+        tmp.mkdir(parents=True)
+        try:
+            yield tmp
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        final = self.run_dir(key)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            tmp.rename(final)
+        except OSError:
+            # Another process finished the same run first; its entry has the same content.
+            shutil.rmtree(tmp, ignore_errors=True)
+            if not (final / "run.json").is_file():
+                raise
+
+    # ------------------------------------------------------------------------------------------
+    # Evaluations
+    def eval_path(self, key: str) -> Path:
+        return self.root / "evals" / key[:2] / f"{key}.json"
+
+    def get_eval(self, key: str) -> dict[str, Any] | None:
+        try:
+            return json.loads(self.eval_path(key).read_text())
+        except (OSError, ValueError):
+            return None
+
+    def put_eval(self, key: str, value: dict[str, Any]) -> None:
+        self.ensure()
+        self._write_json_atomic(self.eval_path(key), value)
+
+    # ------------------------------------------------------------------------------------------
+    def _write_json_atomic(self, path: Path, value: Any) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+        tmp.write_text(json.dumps(value, indent=1, sort_keys=True))
+        tmp.replace(path)
+
+    def info(self) -> dict[str, Any]:
+        """Counts and sizes, for ``olive cache info``."""
+        runs = list((self.root / "runs").glob("*/*/run.json")) if self.root.exists() else []
+        evals = list((self.root / "evals").glob("*/*.json")) if self.root.exists() else []
+        size = sum(p.stat().st_size for p in self.root.rglob("*") if p.is_file()) if self.root.exists() else 0
+        passes: dict[str, int] = {}
+        for record_path in runs:
+            try:
+                name = json.loads(record_path.read_text()).get("pass_name", "?")
+            except (OSError, ValueError):
+                name = "?"
+            passes[name] = passes.get(name, 0) + 1
+        return {
+            "cache_dir": str(self.root),
+            "exists": self.root.exists(),
+            "is_olive_cache": self.is_cache(),
+            "runs": len(runs),
+            "evaluations": len(evals),
+            "size_bytes": size,
+            "runs_by_pass": dict(sorted(passes.items())),
+        }
+
+    def clean(self) -> None:
+        """Delete the whole cache folder (only one this class made)."""
+        if self.root.exists():
+            shutil.rmtree(self.root)
+        self._ensured = False

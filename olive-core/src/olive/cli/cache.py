@@ -1,0 +1,61 @@
+"""``olive cache info|clean``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+_CACHE_DIR = click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path(".olive-cache"),
+    show_default=True,
+    help="The cache folder.",
+)
+
+
+@click.group("cache")
+def cache_group() -> None:
+    """Inspect or delete the cache of pass runs and evaluations."""
+
+
+@cache_group.command("info")
+@_CACHE_DIR
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def cache_info(cache_dir: Path, as_json: bool) -> None:
+    """Show what the cache holds."""
+    from olive.cache.store import CacheStore
+
+    info = CacheStore(cache_dir).info()
+    if as_json:
+        click.echo(json.dumps(info, indent=2))
+        return
+    if not info["exists"]:
+        click.echo(f"{info['cache_dir']}: no cache here")
+        return
+    click.echo(f"cache: {info['cache_dir']}")
+    click.echo(f"pass runs: {info['runs']}")
+    for name, count in info["runs_by_pass"].items():
+        click.echo(f"  {name}: {count}")
+    click.echo(f"evaluations: {info['evaluations']}")
+    click.echo(f"size: {info['size_bytes'] / 1e6:.2f} MB")
+
+
+@cache_group.command("clean")
+@_CACHE_DIR
+def cache_clean(cache_dir: Path) -> None:
+    """Delete the cache folder."""
+    from olive.cache.store import CacheStore
+
+    store = CacheStore(cache_dir)
+    if not store.root.exists():
+        click.echo(f"{store.root}: nothing to clean")
+        return
+    if not store.is_cache():
+        click.echo(f"Error: {store.root} is not an Olive cache (no olive-cache.json); not deleting it", err=True)
+        sys.exit(1)
+    store.clean()
+    click.echo(f"removed {store.root}")

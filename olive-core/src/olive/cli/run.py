@@ -1,0 +1,182 @@
+"""``olive run --config FILE [--dry-run]``."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+
+from olive.exceptions import OliveError, PassConfigError, WorkflowConfigError
+
+EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+def _fail(exc: BaseException, verbose: bool) -> None:
+    code = EXIT_CONFIG if isinstance(exc, PassConfigError | WorkflowConfigError) else EXIT_FAILED
+    if verbose:
+        import traceback
+
+        traceback.print_exception(exc, file=sys.stderr)
+    click.echo(f"Error: {_one_line(exc)}", err=True)
+    sys.exit(code)
+
+
+@click.command("run")
+@click.option(
+    "--config",
+    "config_path",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The workflow file (JSON or YAML).",
+)
+@click.option("--dry-run", is_flag=True, help="Validate the workflow and print the search space; run nothing.")
+@click.option(
+    "--output-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Override the workflow's output_dir.",
+)
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Override the workflow's cache_dir.",
+)
+@click.option("--verbose", "-v", is_flag=True, help="Show tracebacks of errors.")
+def run_command(
+    config_path: Path, dry_run: bool, output_dir: Path | None, cache_dir: Path | None, verbose: bool
+) -> None:
+    """Run a workflow: optimize the input model with the configured passes and search.
+
+    Exit codes: 0 a model was produced; 1 the run failed or nothing met the goals; 2 the config is invalid.
+    """
+    from olive.workflows.run import execute, prepare
+
+    overrides = {}
+    if output_dir is not None:
+        overrides["output_dir"] = str(output_dir.resolve())
+    if cache_dir is not None:
+        overrides["cache_dir"] = str(cache_dir.resolve())
+    with _logging(verbose):
+        try:
+            prepared = prepare(config_path, **overrides)
+        except OliveError as exc:
+            _fail(exc, verbose)
+        if dry_run:
+            _print_dry_run(prepared)
+            return
+        try:
+            output = execute(prepared, show_progress=True)
+        except OliveError as exc:
+            _fail(exc, verbose)
+        except KeyboardInterrupt:
+            click.echo("Error: interrupted; finished pass runs are cached and reused by the next run", err=True)
+            sys.exit(130)
+    _print_summary(output)
+    if output.best is None:
+        click.echo(f"Error: {output.reason}", err=True)
+        sys.exit(EXIT_FAILED)
+
+
+@contextlib.contextmanager
+def _logging(verbose: bool) -> Iterator[None]:
+    """Olive's log records go to stderr through rich while the command runs (and only then)."""
+    import logging
+
+    from rich.console import Console
+    from rich.logging import RichHandler
+
+    logger = logging.getLogger("olive")
+    handler = RichHandler(console=Console(stderr=True), show_path=verbose, show_time=False)
+    saved = (logger.level, logger.propagate)
+    logger.addHandler(handler)
+    logger.propagate = False
+    logger.setLevel(logging.DEBUG if verbose else logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
+
+
+def _print_dry_run(prepared) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    workflow = prepared.workflow
+    strategy = workflow.search_strategy
+    table = Table(title="Passes")
+    table.add_column("pass key")
+    table.add_column("pass")
+    table.add_column("points", justify="right")
+    table.add_column("searched params")
+    for plan in prepared.plans:
+        for alt in plan.alternatives:
+            params = ", ".join(alt.search_space.params) or "-"
+            table.add_row(plan.key, alt.pass_class.pass_name(), str(alt.search_space.size()), params)
+    console = Console()
+    console.print(table)
+    order = strategy.execution_order if strategy else "none (each pass runs once with its default config)"
+    console.print(f"search: {order}" + (f", sampler {strategy.sampler}" if strategy else ""))
+    for key, size in prepared.search_space_sizes().items():
+        console.print(f"  {key}: {size} point(s)")
+    console.print(f"total search space: {prepared.total_size()} point(s)")
+    if strategy is not None and strategy.max_samples:
+        console.print(f"max_samples: {strategy.max_samples}")
+    console.print(
+        f"accelerator: {prepared.accelerator} (execution providers: {', '.join(prepared.execution_providers)})"
+    )
+    console.print("config is valid; nothing was run (--dry-run)")
+
+
+def _print_summary(output) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from olive.engine.outputs import lineage
+
+    console = Console()
+    keys = [o["key"] for o in output.objectives]
+    candidates = output.get_output_models()
+    if not keys:
+        keys = sorted({k for n in candidates for k in n.metric_values()})
+    table = Table(title="Candidates")
+    table.add_column("model", no_wrap=True)
+    table.add_column("searched values")
+    for key in keys:
+        table.add_column(key, justify="right")
+    table.add_column("pareto")
+    table.add_column("goals")
+    for node in candidates:
+        chosen = output.best is not None and node.model_id == output.best.model_id
+        values = node.metric_values()
+        searched = []
+        for step in lineage(output, node):
+            for name in output.searched_params.get(step.pass_key, []):
+                searched.append(f"{name}={(step.config or {}).get(name)}")
+        table.add_row(
+            ("* " if chosen else "  ") + node.model_id,
+            " ".join(searched) or "-",
+            *[f"{values[k]:.6g}" if isinstance(values.get(k), int | float) else "-" for k in keys],
+            "yes" if node.is_pareto else "",
+            {True: "met", False: "missed", None: ""}[node.meets_goals],
+            style="bold green" if chosen else None,
+        )
+    console.print(table)
+    failed = sum(1 for n in output.footprint if n.status == "failed")
+    pruned = sum(1 for n in output.footprint if n.status == "pruned")
+    runs = [n for n in output.footprint if n.pass_key and n.status != "pruned"]
+    cached = sum(1 for n in runs if n.cached)
+    console.print(f"{len(runs)} pass run(s) ({cached} from cache), {failed} failed, {pruned} pruned")
+    if output.best is not None:
+        chain = " > ".join(f"{n.pass_key} ({n.pass_name})" for n in lineage(output, output.best))
+        console.print(f"chosen model: {output.best.model_id} from {chain}", soft_wrap=True)
+        console.print(f"written to: {output.output_dir}", soft_wrap=True)

@@ -1,0 +1,95 @@
+"""``olive run-pass``: run one pass on one model, without a workflow."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from olive.exceptions import OliveError, PassConfigError, PassRunError, WorkflowConfigError
+
+
+def _parse_config(text: str | None) -> dict:
+    if not text:
+        return {}
+    path = Path(text)
+    if not text.lstrip().startswith("{") and path.is_file():
+        text = path.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise WorkflowConfigError(f"--pass-config: not valid JSON ({exc}); give a JSON object or a JSON file") from None
+    if not isinstance(data, dict):
+        raise WorkflowConfigError("--pass-config: expected a JSON object of pass params")
+    return data
+
+
+@click.command("run-pass")
+@click.option("--pass-name", required=True, help="The pass to run (see `olive passes`).")
+@click.option("--pass-config", default=None, help="Pass params as a JSON object, or a JSON file.")
+@click.option(
+    "-m",
+    "--model",
+    "model_path",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The input ONNX model (file or folder).",
+)
+@click.option(
+    "-o",
+    "--output",
+    "output_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for the output model.",
+)
+@click.option("--device", default="cpu", show_default=True, help="Target device (cpu, gpu, npu).")
+@click.option("--execution-provider", default="CPUExecutionProvider", show_default=True)
+@click.option("--verbose", "-v", is_flag=True, help="Show tracebacks of errors.")
+def run_pass_command(
+    pass_name: str,
+    pass_config: str | None,
+    model_path: Path,
+    output_dir: Path,
+    device: str,
+    execution_provider: str,
+    verbose: bool,
+) -> None:
+    """Run one pass on a model with the given params (no search, no cache)."""
+    try:
+        output = _run(pass_name, pass_config, model_path, output_dir, device, execution_provider)
+    except OliveError as exc:
+        if verbose:
+            import traceback
+
+            traceback.print_exception(exc, file=sys.stderr)
+        click.echo(f"Error: {' '.join(str(exc).split())}", err=True)
+        sys.exit(2 if isinstance(exc, PassConfigError | WorkflowConfigError) else 1)
+    click.echo(f"{pass_name}: wrote {output.model_path}")
+
+
+def _run(pass_name: str, pass_config: str | None, model_path: Path, output_dir: Path, device: str, ep: str):
+    from olive.exceptions import UnknownPassError
+    from olive.hardware.accelerator import AcceleratorSpec, filter_execution_providers
+    from olive.model.handler import ONNXModelHandler
+    from olive.plugins.registry import get_registry
+
+    config = _parse_config(pass_config)
+    try:
+        pass_class = get_registry().get_pass_class(pass_name)
+    except UnknownPassError as exc:
+        raise WorkflowConfigError(f"--pass-name: {exc}") from exc
+    accelerator = AcceleratorSpec(device, filter_execution_providers([ep])[0])
+    model = ONNXModelHandler(str(model_path.resolve()))
+    model.validate()
+    resolved = pass_class.generate_config(accelerator, config, disable_search=True, pass_key=pass_name)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    instance = pass_class(accelerator, resolved)
+    try:
+        return instance.run(model, str(output_dir.resolve()))
+    except OliveError:
+        raise
+    except Exception as exc:
+        raise PassRunError(f"pass {pass_name} failed: {type(exc).__name__}: {exc}") from exc

@@ -1,0 +1,14 @@
+"""The engine: resolves a workflow's passes, searches, caches pass runs and writes the outputs.
+
+A run, in order (``olive.workflows.run``):
+
+1. ``load_workflow_config`` validates the file (every error names its JSON path);
+2. ``engine.plan.resolve_plan`` loads each pass class and resolves its config and search space, so every
+   bad param is reported before anything runs (``olive run --dry-run`` stops here);
+3. ``engine.engine.Engine`` evaluates the input model, asks the sampler for points, runs each pass through
+   the content-addressed cache (``olive.cache``), evaluates candidates and picks the best under the goals;
+4. ``engine.outputs.write_outputs`` writes the model, ``model_config.json``, ``metrics.json``,
+   ``footprint.json`` and ``run_history.txt``, then any registered output writer.
+
+Observer hooks fire around the workflow, each pass run (``cached=True`` for cache hits) and each evaluation.
+"""

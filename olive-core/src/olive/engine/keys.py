@@ -1,0 +1,92 @@
+"""Cache keys: the full sha256 of everything a pass run or an evaluation depends on."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from olive.cache.store import hash_file
+
+KEY_FORMAT = 1
+
+
+def _file_hashes(value: Any, found: dict[str, str]) -> None:
+    # A config naming a file (calibration data, a script) depends on that file's bytes, not its name.
+    if isinstance(value, str):
+        if len(value) < 4096 and (value.startswith("/") or value[1:3] in (":\\", ":/")):
+            try:
+                path = Path(value)
+                if path.is_file():
+                    found[value] = hash_file(path)
+            except (OSError, ValueError):
+                pass
+    elif isinstance(value, dict):
+        for item in value.values():
+            _file_hashes(item, found)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _file_hashes(item, found)
+
+
+def config_json(config: Any) -> dict[str, Any]:
+    """A pass config as JSON, for keys and footprints."""
+    from olive.passes.pass_config import to_json_value
+
+    if hasattr(config, "to_json"):
+        return config.to_json()
+    return to_json_value(dict(config))
+
+
+def digest(payload: dict[str, Any]) -> str:
+    text = json.dumps(payload, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def run_key(
+    input_hash: str,
+    input_model_json: dict[str, Any],
+    pass_class: Any,
+    config: dict[str, Any],
+    accelerator: Any,
+    user_script_hash: str | None,
+) -> str:
+    """The key of one pass run."""
+    from olive.hardware.accelerator import AcceleratorSpec
+
+    files: dict[str, str] = {}
+    _file_hashes(config, files)
+    agnostic = True
+    if isinstance(accelerator, AcceleratorSpec):
+        agnostic = bool(pass_class.is_accelerator_agnostic(accelerator))
+    model_settings = {
+        k: v
+        for k, v in (input_model_json.get("config") or {}).items()
+        if k in ("inference_settings", "model_attributes")
+    }
+    return digest(
+        {
+            "format": KEY_FORMAT,
+            "input_model": input_hash,
+            "input_settings": model_settings,
+            "pass": pass_class.pass_name(),
+            "distribution": pass_class._olive_distribution,
+            "distribution_version": pass_class._olive_distribution_version,
+            "pass_version": pass_class._version,
+            "config": config,
+            "files": files,
+            "accelerator": None if agnostic else str(accelerator),
+            "user_script": user_script_hash,
+        }
+    )
+
+
+def eval_key(model_hash: str, model_json: dict[str, Any], payload: dict[str, Any]) -> str:
+    """The key of one evaluation of a model."""
+    files: dict[str, str] = {}
+    _file_hashes(payload, files)
+    settings = (model_json.get("config") or {}).get("inference_settings")
+    return digest(
+        {"format": KEY_FORMAT, "model": model_hash, "settings": settings, "evaluation": payload, "files": files}
+    )

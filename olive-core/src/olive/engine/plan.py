@@ -1,0 +1,202 @@
+"""Resolving a workflow's passes before anything runs: classes, configs, search spaces.
+
+Every pass config is checked here, so a bad param fails the run before the first pass starts; all
+problems are reported together, each naming the pass's key in the workflow.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from olive.exceptions import (
+    AmbiguousPassError,
+    OliveError,
+    PassConfigError,
+    UnknownPassError,
+    WorkflowConfigError,
+)
+
+if TYPE_CHECKING:
+    from olive.hardware.accelerator import AcceleratorSpec
+    from olive.passes.olive_pass import Pass
+    from olive.search.search_space import SearchSpace
+    from olive.workflows.config import PassSpec, WorkflowConfig
+
+_SPECIAL_STRINGS = ("DEFAULT_VALUE", "SEARCHABLE_VALUES", "OLIVE_IGNORED_PARAM_VALUE", "OLIVE_INVALID_PARAM_VALUE")
+
+
+@attrs.define
+class PassAlternative:
+    """One configuration of a workflow pass, resolved against its class."""
+
+    spec: PassSpec
+    pass_class: type[Pass]
+    config: dict[str, Any]
+    disable_search: bool
+    search_space: SearchSpace
+    user_script: Path | None
+
+    _resolved: dict[Any, tuple] = attrs.field(factory=dict, init=False, repr=False)
+
+    def generate_config(self, accelerator: AcceleratorSpec, point: dict[str, Any]) -> Any:
+        """The config of one search point.
+
+        ``Pass.generate_config`` resolves the whole config (and checks every search value) on each call;
+        a search calls this once per point, so the resolution is kept and only the point's values are
+        checked. A point that does not name every searched param takes the general path.
+        """
+        from olive.passes.olive_pass import _check_value
+
+        resolved = self._resolved.get(accelerator)
+        if resolved is None:
+            config_class, fixed, search = self.pass_class.get_config_params(
+                accelerator, self.config, self.disable_search, self.spec.key
+            )
+            declared = self.pass_class.default_config(accelerator)
+            resolved = self._resolved[accelerator] = (config_class, fixed, search, declared)
+        config_class, fixed, search, declared = resolved
+        if set(point) != set(search):
+            return self.pass_class.generate_config(
+                accelerator, self.config, point=point, disable_search=self.disable_search, pass_key=self.spec.key
+            )
+        owner = f"pass '{self.spec.key}' ({self.pass_class.pass_name()})"
+        values = dict(fixed)
+        for name, value in point.items():
+            values[name] = _check_value(owner, name, value, declared[name], disable_search=True)
+        return config_class(**values)
+
+
+class AlternativesSpace:
+    """The points of a pass given as a list of alternative configs: ``{"alternative": i, "params": point}``."""
+
+    def __init__(self, alternatives: list[SearchSpace]):
+        self.alternatives = alternatives
+
+    def size(self) -> int:
+        return sum(space.size() for space in self.alternatives)
+
+    def get_point(self, index: int) -> dict[str, Any]:
+        for i, space in enumerate(self.alternatives):
+            if index < space.size():
+                return {"alternative": i, "params": space.get_point(index)}
+            index -= space.size()
+        raise IndexError(index)
+
+
+@attrs.define
+class PassPlan:
+    key: str
+    alternatives: list[PassAlternative]
+
+    @property
+    def space(self) -> Any:
+        if len(self.alternatives) == 1:
+            return self.alternatives[0].search_space
+        return AlternativesSpace([alt.search_space for alt in self.alternatives])
+
+    def decode(self, point: dict[str, Any]) -> tuple[PassAlternative, dict[str, Any]]:
+        if len(self.alternatives) == 1:
+            return self.alternatives[0], point
+        return self.alternatives[point["alternative"]], point["params"]
+
+    def size(self) -> int:
+        return sum(alt.search_space.size() for alt in self.alternatives)
+
+
+def get_pass_class(spec: PassSpec) -> type[Pass]:
+    from olive.plugins.registry import get_registry
+
+    try:
+        return get_registry().get_pass_class(spec.type)
+    except (UnknownPassError, AmbiguousPassError) as exc:
+        raise WorkflowConfigError(f"{spec.json_path}.type: {exc}") from exc
+
+
+def _preprocess(
+    spec: PassSpec, pass_class: type[Pass], accelerator: AcceleratorSpec, base_dir: Path, user_script: Path | None
+) -> dict[str, Any]:
+    from olive.passes.pass_config import ParamCategory
+
+    declared = pass_class.default_config(accelerator)
+    params = dict(spec.params)
+    module = None
+    for name, value in params.items():
+        param = declared.get(name)
+        if param is None or not isinstance(value, str) or value in _SPECIAL_STRINGS:
+            continue
+        if param.category in (ParamCategory.PATH, ParamCategory.DATA):
+            path = Path(value).expanduser()
+            params[name] = str(path if path.is_absolute() else (base_dir / path).resolve())
+        elif param.category == ParamCategory.OBJECT and user_script is not None:
+            if module is None:
+                from olive.data.user_script import load_user_script
+
+                module = load_user_script(user_script, spec.script_dir, f"{spec.json_path}.user_script")
+            if not hasattr(module, value):
+                raise WorkflowConfigError(
+                    f"{spec.params_path}.{name}: '{value}' is not defined in user_script '{user_script}'; "
+                    "define it there or fix the name"
+                )
+            params[name] = getattr(module, value)
+    return params
+
+
+def resolve_plan(workflow: WorkflowConfig, accelerator: AcceleratorSpec) -> list[PassPlan]:
+    """Load every pass class and check every config; raise one error listing all problems."""
+    from olive.search.search_space import SearchSpace
+
+    plans: list[PassPlan] = []
+    problems: list[OliveError] = []
+    for key, specs in workflow.passes.items():
+        alternatives: list[PassAlternative] = []
+        for spec in specs:
+            try:
+                pass_class = get_pass_class(spec)
+                user_script = spec.user_script or workflow.user_script
+                config = _preprocess(spec, pass_class, accelerator, workflow.base_dir, user_script)
+                disable = spec.disable_search or not workflow.search_enabled
+                _, _, search = pass_class.get_config_params(accelerator, config, disable, key)
+                space = SearchSpace(search, name=f"pass '{key}'")
+                if space.size() == 0:
+                    raise PassConfigError(_empty_space_message(key, spec.type, search))
+            except PassConfigError as exc:
+                owner = f"pass '{key}' ({spec.type}): "
+                message = str(exc).removeprefix(owner)
+                problems.append(PassConfigError(f"{spec.json_path} ({spec.type}): {message}"))
+                continue
+            except OliveError as exc:
+                problems.append(exc)
+                continue
+            alternatives.append(PassAlternative(spec, pass_class, config, disable, space, user_script))
+        plans.append(PassPlan(key, alternatives))
+    if problems:
+        if len(problems) == 1:
+            raise problems[0]
+        kind = WorkflowConfigError if all(isinstance(p, WorkflowConfigError) for p in problems) else PassConfigError
+        if not all(isinstance(p, PassConfigError | WorkflowConfigError) for p in problems):
+            kind = type(next(p for p in problems if not isinstance(p, PassConfigError | WorkflowConfigError)))
+        lines = [" ".join(str(p).split()) for p in problems]
+        raise kind(f"{len(problems)} problems: " + "; ".join(lines))
+    return plans
+
+
+def _empty_space_message(key: str, pass_type: str, search: dict[str, Any]) -> str:
+    from olive.search.search_parameter import Categorical, SpecialParamValue
+
+    stuck = [
+        name
+        for name, param in search.items()
+        if isinstance(param, Categorical) and all(v == SpecialParamValue.INVALID for v in param.get_support())
+    ]
+    which = (
+        f"param(s) {', '.join(stuck)} have no valid value for the values given to the others"
+        if stuck
+        else ("every combination of the searched values is invalid")
+    )
+    return (
+        f"pass '{key}' ({pass_type}): its search space has no valid point: {which}; "
+        "change the values you pinned or give those params explicit values"
+    )

@@ -1,0 +1,163 @@
+"""``olive.run``: validate a workflow, resolve its passes, search, and write the outputs."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from olive.exceptions import WorkflowConfigError
+
+if TYPE_CHECKING:
+    from olive.engine.output import WorkflowOutput
+    from olive.engine.plan import PassPlan
+    from olive.hardware.accelerator import AcceleratorSpec
+    from olive.workflows.config import WorkflowConfig
+
+logger = logging.getLogger(__name__)
+
+# Olive's log_severity_level: 0 verbose, 1 info, 2 warning, 3 error, 4 fatal.
+_LEVELS = {0: logging.DEBUG, 1: logging.INFO, 2: logging.WARNING, 3: logging.ERROR, 4: logging.CRITICAL}
+
+
+@attrs.frozen
+class PreparedWorkflow:
+    """A validated workflow with its passes resolved; nothing has run yet."""
+
+    workflow: WorkflowConfig
+    plans: list[PassPlan]
+    accelerator: AcceleratorSpec
+    execution_providers: list[str]
+
+    def search_space_sizes(self) -> dict[str, int]:
+        return {plan.key: plan.size() for plan in self.plans}
+
+    def total_size(self) -> int:
+        sizes = list(self.search_space_sizes().values())
+        strategy = self.workflow.search_strategy
+        if strategy is not None and strategy.execution_order == "pass-by-pass":
+            return sum(sizes)
+        total = 1
+        for size in sizes:
+            total *= size
+        return total
+
+
+def _accelerator(workflow: WorkflowConfig) -> tuple[AcceleratorSpec, list[str]]:
+    from olive.hardware.accelerator import AcceleratorSpec, filter_execution_providers
+
+    if workflow.target is None:
+        return AcceleratorSpec("cpu", "CPUExecutionProvider"), ["CPUExecutionProvider"]
+    accelerator = workflow.target.accelerators[0]
+    if len(workflow.target.accelerators) > 1:
+        logger.warning(
+            "target '%s' lists %d accelerators; this version runs on the first (%s)",
+            workflow.target.name,
+            len(workflow.target.accelerators),
+            accelerator.device,
+        )
+    from olive.exceptions import ExecutionProviderError
+
+    try:
+        providers = filter_execution_providers(accelerator.execution_providers)
+    except ExecutionProviderError as exc:
+        raise WorkflowConfigError(f"{workflow.target.json_path}[0].execution_providers: {exc}") from exc
+    return AcceleratorSpec(accelerator.device, providers[0]), providers
+
+
+def prepare(config_or_path: Any, **overrides: Any) -> PreparedWorkflow:
+    """Validate the workflow and resolve every pass config; raises before anything runs."""
+    from olive.engine.plan import resolve_plan
+    from olive.search.samplers import BUILTIN_SAMPLERS, available_samplers
+    from olive.workflows.config import load_workflow_config
+
+    workflow = load_workflow_config(config_or_path, **overrides)
+    accelerator, providers = _accelerator(workflow)
+    plans = resolve_plan(workflow, accelerator)
+    strategy = workflow.search_strategy
+    if strategy is not None and strategy.sampler not in BUILTIN_SAMPLERS:
+        from olive.exceptions import closest_match_hint
+
+        samplers = available_samplers()
+        if strategy.sampler not in samplers:
+            raise WorkflowConfigError(
+                f"search_strategy.sampler: unknown sampler '{strategy.sampler}'"
+                f"{closest_match_hint(strategy.sampler, samplers)}; use one of {', '.join(samplers)}"
+            )
+    return PreparedWorkflow(workflow, plans, accelerator, providers)
+
+
+def run(
+    config_or_path: str | Path | Mapping[str, Any] | Any, show_progress: bool = False, **overrides: Any
+) -> WorkflowOutput:
+    """Run a workflow (a path to a JSON/YAML file, a dict, or a ``WorkflowConfig``).
+
+    ``overrides`` replace top-level keys (``output_dir``, ``cache_dir``...). Returns the
+    :class:`~olive.engine.output.WorkflowOutput`; ``get_best_candidate()`` is None when nothing met the
+    goals (``reason`` says why). Invalid configs raise :class:`WorkflowConfigError` or
+    :class:`PassConfigError`; a failing pass outside a search raises :class:`PassRunError`.
+    """
+    prepared = config_or_path if isinstance(config_or_path, PreparedWorkflow) else prepare(config_or_path, **overrides)
+    return execute(prepared, show_progress=show_progress)
+
+
+def execute(prepared: PreparedWorkflow, show_progress: bool = False) -> WorkflowOutput:
+    from olive.cache.store import CacheStore
+    from olive.engine.engine import Engine
+    from olive.engine.hooks import fire
+    from olive.engine.outputs import write_outputs
+
+    workflow = prepared.workflow
+    olive_logger = logging.getLogger("olive")
+    saved_level = olive_logger.level
+    # --verbose (DEBUG) wins over the workflow's level.
+    if olive_logger.level != logging.DEBUG:
+        olive_logger.setLevel(_LEVELS.get(workflow.log_severity_level, logging.INFO))
+    cache = CacheStore(workflow.cache_dir)
+    if workflow.clean_cache and cache.is_cache():
+        cache.clean()
+    cache.ensure()
+    cache.clean_stale_tmp()
+    evaluator = None
+    if workflow.evaluator is not None:
+        from olive.engine.evaluation import ModelEvaluator
+
+        evaluator = ModelEvaluator(
+            workflow.evaluator,
+            workflow.data_configs,
+            workflow.base_dir,
+            prepared.execution_providers,
+            None if workflow.clean_evaluation_cache else cache,
+            workflow.user_script,
+        )
+    fire("olive_workflow_start", workflow=workflow)
+    output = None
+    from olive.engine.hooks import OnceFilter
+
+    # Warnings logged straight on the root logger (onnxruntime's tools do this) show once per run.
+    once = OnceFilter()
+    root = logging.getLogger()
+    root.addFilter(once)
+    try:
+        engine = Engine(
+            workflow,
+            prepared.plans,
+            prepared.accelerator,
+            prepared.execution_providers,
+            cache,
+            evaluator,
+            show_progress,
+        )
+        output = engine.run()
+        write_outputs(output, workflow)
+    except BaseException as exc:
+        fire("olive_workflow_end", workflow=workflow, output=output, error=exc)
+        raise
+    finally:
+        root.removeFilter(once)
+        olive_logger.setLevel(saved_level)
+    fire("olive_workflow_end", workflow=workflow, output=output, error=None)
+    return output

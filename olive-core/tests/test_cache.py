@@ -1,0 +1,244 @@
+"""The cache: reuse across runs, what invalidates an entry, atomic writes, kills and concurrent runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_engine_support import base_workflow, make_registry, write_mlp
+
+import olive
+from olive.cache.store import CacheStore, hash_model
+from olive.model.handler import ONNXModelHandler
+from olive.plugins.registry import use_registry
+
+TESTS_DIR = Path(__file__).parent
+
+
+@pytest.fixture(autouse=True)
+def _registry():
+    with use_registry(make_registry()) as registry:
+        yield registry
+
+
+@pytest.fixture
+def run_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    log = tmp_path / "runs.log"
+    monkeypatch.setenv("OLIVE_TEST_RUN_LOG", str(log))
+    return log
+
+
+def _ran(log: Path) -> list[tuple[str, dict]]:
+    if not log.exists():
+        return []
+    return [(e["pass"], e["config"]) for e in map(json.loads, log.read_text().splitlines())]
+
+
+def _two_pass_workflow(tmp_path: Path, scale: float = 2.0, **extra) -> dict:
+    return base_workflow(
+        tmp_path,
+        passes={"add": {"type": "AddMatMuls", "n": 1}, "scale": {"type": "ScaleOutput", "scale": scale}},
+        **extra,
+    )
+
+
+def test_a_second_identical_run_does_no_pass_work_and_gives_the_same_model(tmp_path: Path, run_log: Path) -> None:
+    data = _two_pass_workflow(tmp_path, search_strategy={"execution_order": "joint"})
+    data["passes"]["add"] = {"type": "AddMatMuls"}
+    first = olive.run(data)
+    first_model = (tmp_path / "out" / "model.onnx").read_bytes()
+    # AddMatMuls: 3 points, each followed by ScaleOutput with truncate searched (scale is pinned): 3 + 6
+    assert len(_ran(run_log)) == 9
+    second = olive.run(data)
+    assert len(_ran(run_log)) == 9
+    runs = [n for n in second.footprint if n.pass_key]
+    assert len(runs) == 9 and all(n.cached and n.timings["run"] == 0.0 for n in runs)
+    assert second.best.model_id == first.best.model_id
+    assert (tmp_path / "out" / "model.onnx").read_bytes() == first_model
+    history = (tmp_path / "out" / "run_history.txt").read_text()
+    assert history.count("\tyes\t") == 9
+
+
+def test_a_changed_pass_config_reruns_only_that_pass_and_what_follows(tmp_path: Path, run_log: Path) -> None:
+    olive.run(_two_pass_workflow(tmp_path, scale=2.0))
+    assert [name for name, _ in _ran(run_log)] == ["AddMatMuls", "ScaleOutput"]
+    output = olive.run(_two_pass_workflow(tmp_path, scale=3.0))
+    assert [name for name, _ in _ran(run_log)] == ["AddMatMuls", "ScaleOutput", "ScaleOutput"]
+    assert [n.cached for n in output.footprint[1:]] == [True, False]
+    changed_first = _two_pass_workflow(tmp_path, scale=3.0)
+    changed_first["passes"]["add"]["n"] = 2
+    olive.run(changed_first)
+    assert [name for name, _ in _ran(run_log)][3:] == ["AddMatMuls", "ScaleOutput"]
+
+
+def test_the_key_follows_the_input_model_bytes_not_its_path(tmp_path: Path, run_log: Path) -> None:
+    olive.run(_two_pass_workflow(tmp_path))
+    assert len(_ran(run_log)) == 2
+    # Same bytes in another place: reused.
+    copy = write_mlp(tmp_path / "elsewhere")
+    data = _two_pass_workflow(tmp_path)
+    data["input_model"]["model_path"] = str(copy)
+    olive.run(data)
+    assert len(_ran(run_log)) == 2
+    # Different bytes under the original path: rerun.
+    from olive.testing.models import mlp_model, save_model
+
+    data = _two_pass_workflow(tmp_path)  # (writes the seed-0 model again)
+    save_model(mlp_model(seed=1), tmp_path / "input")
+    olive.run(data)
+    assert len(_ran(run_log)) == 4
+
+
+def test_the_user_script_is_keyed_by_content(tmp_path: Path, run_log: Path) -> None:
+    script = tmp_path / "script.py"
+    script.write_text("VALUE = 1\n")
+    olive.run(_two_pass_workflow(tmp_path, user_script=str(script)))
+    olive.run(_two_pass_workflow(tmp_path, user_script=str(script)))
+    assert len(_ran(run_log)) == 2
+    script.write_text("VALUE = 2\n")
+    olive.run(_two_pass_workflow(tmp_path, user_script=str(script)))
+    assert len(_ran(run_log)) == 4
+
+
+def test_external_data_is_part_of_the_model_hash(tmp_path: Path) -> None:
+    import onnx
+
+    from olive.testing.models import mlp_model
+
+    folder = tmp_path / "m"
+    folder.mkdir()
+    onnx.save_model(
+        mlp_model(), str(folder / "model.onnx"), save_as_external_data=True, location="w.bin", size_threshold=0
+    )
+    before = hash_model(ONNXModelHandler(str(folder / "model.onnx")))
+    data = bytearray((folder / "w.bin").read_bytes())
+    data[0] ^= 0xFF
+    (folder / "w.bin").write_bytes(bytes(data))
+    os.utime(folder / "w.bin", ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
+    assert hash_model(ONNXModelHandler(str(folder / "model.onnx"))) != before
+
+
+def test_a_failed_run_leaves_nothing_in_the_cache(tmp_path: Path) -> None:
+    store = CacheStore(tmp_path / "c")
+    with pytest.raises(RuntimeError), store.new_run("ab" * 32) as tmp:
+        (tmp / "run.json").write_text("{}")
+        raise RuntimeError("pass blew up")
+    assert store.get_run("ab" * 32) is None
+    assert not list((tmp_path / "c" / "tmp").iterdir())
+
+
+def _subprocess_run(config: Path, env: dict[str, str]) -> subprocess.Popen:
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[1]);"
+        "from test_engine_support import make_registry;"
+        "from olive.plugins.registry import set_registry; set_registry(make_registry());"
+        "from olive.cli.main import main; main(sys.argv[2:])"
+    )
+    return subprocess.Popen(
+        [sys.executable, "-c", script, str(TESTS_DIR), "run", "--config", str(config)],
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_sigkill_mid_run_then_rerun_reuses_finished_pass_runs(tmp_path: Path) -> None:
+    data = base_workflow(
+        tmp_path,
+        passes={"first": {"type": "AddMatMuls", "n": 1}, "slow": {"type": "AddMatMuls", "n": 1, "marker": "slow"}},
+    )
+    config = tmp_path / "wf.json"
+    config.write_text(json.dumps(data))
+    log = tmp_path / "runs.log"
+    proc = _subprocess_run(config, {"OLIVE_TEST_RUN_LOG": str(log), "OLIVE_TEST_SLEEP": "slow:60"})
+    try:
+        deadline = time.monotonic() + 60
+        # The slow pass logs (after writing its model, before sleeping): the first pass is finished by then.
+        while len(_ran(log)) < 2:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the run did not reach the slow pass"
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+    store = CacheStore(tmp_path / "cache")
+    entries = list((tmp_path / "cache" / "runs").glob("*/*"))
+    assert len(entries) == 1 and store.get_run(entries[0].name)["config"]["marker"] is None
+    assert len(list((tmp_path / "cache" / "tmp").iterdir())) == 1  # the killed run's half-written folder
+
+    rerun = _subprocess_run(config, {"OLIVE_TEST_RUN_LOG": str(log)})
+    _, err = rerun.communicate(timeout=120)
+    assert rerun.returncode == 0, err
+    assert [c["marker"] for _, c in _ran(log)] == [None, "slow", "slow"]
+    assert not list((tmp_path / "cache" / "tmp").iterdir())
+    assert len(list((tmp_path / "cache" / "runs").glob("*/*"))) == 2
+
+
+def test_two_concurrent_runs_share_one_cache_safely(tmp_path: Path) -> None:
+    data = base_workflow(tmp_path, passes={"add": {"type": "AddMatMuls", "n": 1, "marker": "slow"}})
+    procs = []
+    for i in range(2):
+        config = tmp_path / f"wf{i}.json"
+        config.write_text(json.dumps({**data, "output_dir": str(tmp_path / f"out{i}")}))
+        procs.append(_subprocess_run(config, {"OLIVE_TEST_SLEEP": "slow:1"}))
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    entries = list((tmp_path / "cache" / "runs").glob("*/*"))
+    assert len(entries) == 1
+    assert (tmp_path / "out0" / "model.onnx").read_bytes() == (tmp_path / "out1" / "model.onnx").read_bytes()
+    assert not list((tmp_path / "cache" / "tmp").iterdir())
+
+
+def test_the_accelerator_is_in_the_key_only_of_passes_that_depend_on_it(tmp_path: Path, run_log: Path) -> None:
+    def run(device: str) -> None:
+        data = base_workflow(
+            tmp_path,
+            passes={"agnostic": {"type": "AddMatMuls", "n": 1}, "aware": {"type": "PerDevice", "n": 1}},
+            systems={"sys": {"accelerators": [{"device": device, "execution_providers": ["CPUExecutionProvider"]}]}},
+            target="sys",
+        )
+        olive.run(data)
+
+    run("cpu")
+    run("gpu")
+    assert [name for name, _ in _ran(run_log)] == ["AddMatMuls", "PerDevice", "PerDevice"]
+
+
+def test_files_a_config_names_are_keyed_by_content(tmp_path: Path, run_log: Path) -> None:
+    import numpy as np
+
+    np.savez(tmp_path / "calib.npz", input=np.zeros((2, 16), dtype=np.float32))
+    (tmp_path / "table.txt").write_text("a")
+    (tmp_path / "script.py").write_text("def f(x):\n    return x\n")
+    data = base_workflow(
+        tmp_path,
+        data_configs=[{"name": "calib", "type": "NpzDataContainer", "load_dataset_config": {"data_path": "calib.npz"}}],
+        user_script=str(tmp_path / "script.py"),
+        passes={
+            "inspect": {
+                "type": "Inspect",
+                "data_config": "calib",
+                "table": str(tmp_path / "table.txt"),
+                "transform": "f",
+            }
+        },
+    )
+    config = tmp_path / "wf.json"
+    config.write_text(json.dumps(data))
+    olive.run(config)
+    olive.run(config)
+    assert len(_ran(run_log)) == 1
+    np.savez(tmp_path / "calib.npz", input=np.ones((2, 16), dtype=np.float32))
+    olive.run(config)
+    assert len(_ran(run_log)) == 2
+    (tmp_path / "table.txt").write_text("b")
+    olive.run(config)
+    assert len(_ran(run_log)) == 3

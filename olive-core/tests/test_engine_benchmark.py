@@ -1,0 +1,21 @@
+"""The engine overhead benchmark runs in its quick mode and reports every number."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_engine_overhead.py"
+
+
+def test_quick_benchmark_reports_numbers() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(BENCH), "--quick", "--json"], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["points"] == 8
+    for key in ("direct_ms_per_call", "search_point_cold_ms", "cached_lookup_warm_ms", "fixed_per_run_ms"):
+        assert report[key] > 0

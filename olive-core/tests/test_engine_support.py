@@ -1,0 +1,211 @@
+"""Passes and helpers the engine, cache, workflow and CLI tests share (no tests here).
+
+The passes are real: they rewrite an ONNX graph with onnx.helper and the result runs in onnxruntime.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from olive.hardware.accelerator import AcceleratorSpec
+from olive.passes import Pass, PassConfigParam
+from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
+from olive.plugins.registry import PassRegistry
+from olive.search.search_parameter import Categorical, Conditional
+
+
+def _append_matmuls(proto: Any, count: int, name: str = "extra") -> None:
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+
+    graph = proto.graph
+    output = graph.output[0]
+    width = output.type.tensor_type.shape.dim[-1].dim_value
+    current = output.name
+    renamed = f"{current}_before_{name}"
+    for node in graph.node:
+        for i, out in enumerate(node.output):
+            if out == current:
+                node.output[i] = renamed
+    prev = renamed
+    for i in range(count):
+        weight = numpy_helper.from_array(np.eye(width, dtype=np.float32), f"/{name}{i}/W")
+        graph.initializer.append(weight)
+        out = current if i == count - 1 else f"/{name}{i}/out"
+        graph.node.append(helper.make_node("MatMul", [prev, weight.name], [out], name=f"/{name}{i}/MatMul"))
+        prev = out
+    if count == 0:
+        graph.node.append(helper.make_node("Identity", [renamed], [current], name=f"/{name}/Identity"))
+    onnx.checker.check_model(proto)
+
+
+class AddMatMuls(Pass):
+    """Append ``n`` identity MatMuls at the output (+1 when ``extra``): bigger file, same outputs."""
+
+    @classmethod
+    def _default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
+        return {
+            "n": PassConfigParam(type_=int, default_value=0, search_defaults=Categorical([0, 1, 2])),
+            # Only n=1 can take the extra MatMul; n=2 has no valid choice (INVALID), so n=2 never runs.
+            "extra": PassConfigParam(
+                type_=bool,
+                default_value=False,
+                search_defaults=Conditional(
+                    parents=("n",), support={(0,): Categorical([False]), (1,): Categorical([False, True])}
+                ),
+            ),
+            "fail": PassConfigParam(type_=bool, default_value=False, description="Raise (for failure tests)."),
+            "marker": PassConfigParam(type_=str | None, default_value=None, description="Cache-key changer."),
+            **get_external_data_config(),
+        }
+
+    @classmethod
+    def validate_config(cls, config: Any, accelerator_spec: AcceleratorSpec) -> bool:
+        return config.marker != "prune-me"
+
+    def _run_for_config(self, model: Any, config: Any, output_model_path: str) -> Any:
+        if config.fail:
+            raise RuntimeError("AddMatMuls was told to fail")
+        proto = model.load_model()
+        # Unique names, so the pass can run twice in one chain.
+        _append_matmuls(proto, config.n + int(config.extra), name=f"extra{len(proto.graph.node)}")
+        result = model_proto_to_olive_model(proto, output_model_path, config)
+        _log_run(self, config)
+        # OLIVE_TEST_SLEEP="marker:seconds" makes the run with that marker sleep after writing its model,
+        # without changing its config (and so its cache key).
+        marker, _, seconds = os.environ.get("OLIVE_TEST_SLEEP", "").partition(":")
+        if marker and marker == config.marker:
+            time.sleep(float(seconds))
+        return result
+
+
+class ScaleOutput(Pass):
+    """Multiply the output by ``scale`` (adds a Mul); ``truncate`` drops the last bias and negates the last
+    weights: a smaller file whose outputs point the other way (so it fails any agreement goal)."""
+
+    @classmethod
+    def _default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
+        return {
+            "scale": PassConfigParam(type_=float, default_value=1.0, search_defaults=Categorical([1.0, -1.0])),
+            "truncate": PassConfigParam(type_=bool, default_value=False, search_defaults=Categorical([False, True])),
+            **get_external_data_config(),
+        }
+
+    def _run_for_config(self, model: Any, config: Any, output_model_path: str) -> Any:
+        import numpy as np
+        from onnx import helper, numpy_helper
+
+        proto = model.load_model()
+        graph = proto.graph
+        out_name = graph.output[0].name
+        if config.truncate:
+            # Drop the last layer's bias Add and negate its weights: smaller, and outputs flip direction.
+            add = next(n for n in graph.node if n.name == "/fc2/Add")
+            matmul = next(n for n in graph.node if n.name == "/fc2/MatMul")
+            graph.node.remove(add)
+            matmul.output[0] = add.output[0]
+            graph.initializer.remove(next(i for i in graph.initializer if i.name == add.input[1]))
+            weight = next(i for i in graph.initializer if i.name == matmul.input[1])
+            weight.CopyFrom(numpy_helper.from_array(-numpy_helper.to_array(weight), weight.name))
+        if config.scale != 1.0:
+            scale = numpy_helper.from_array(np.array(config.scale, dtype=np.float32), "/scale/value")
+            graph.initializer.append(scale)
+            for node in graph.node:
+                node.output[:] = [f"{out_name}_unscaled" if o == out_name else o for o in node.output]
+            graph.node.append(
+                helper.make_node("Mul", [f"{out_name}_unscaled", scale.name], [out_name], name="/scale/Mul")
+            )
+        _log_run(self, config)
+        return model_proto_to_olive_model(proto, output_model_path, config)
+
+
+class PerDevice(AddMatMuls):
+    """AddMatMuls whose output depends on the accelerator (so the accelerator is part of its cache key)."""
+
+    @classmethod
+    def is_accelerator_agnostic(cls, accelerator_spec: AcceleratorSpec) -> bool:
+        return False
+
+
+class NoOp(Pass):
+    """Return the input model unchanged (for overhead benchmarks)."""
+
+    @classmethod
+    def _default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
+        return {"k": PassConfigParam(type_=int, default_value=0, search_defaults=Categorical(list(range(8))))}
+
+    def _run_for_config(self, model: Any, config: Any, output_model_path: str) -> Any:
+        return model
+
+
+def _log_run(instance: Pass, config: Any) -> None:
+    # Tests count real pass work through this log (set OLIVE_TEST_RUN_LOG); cached runs never reach it.
+    log = os.environ.get("OLIVE_TEST_RUN_LOG")
+    if log:
+        with Path(log).open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"pass": instance.pass_name(), "config": config.to_json()}) + "\n")
+
+
+def make_registry() -> PassRegistry:
+    registry = PassRegistry(entry_points=False)
+    registry.register(AddMatMuls, name="AddMatMuls")
+    registry.register(ScaleOutput, name="ScaleOutput")
+    registry.register(NoOp, name="NoOp")
+    registry.register(Inspect, name="Inspect")
+    registry.register(PerDevice, name="PerDevice")
+    return registry
+
+
+def write_mlp(directory: Path) -> Path:
+    from olive.testing.models import mlp_model, save_model
+
+    return Path(save_model(mlp_model(seed=0), directory).model_path)
+
+
+def count_matmuls(path: str | Path) -> int:
+    import onnx
+
+    return sum(1 for n in onnx.load(str(path)).graph.node if n.op_type == "MatMul")
+
+
+def base_workflow(tmp_path: Path, **extra: Any) -> dict[str, Any]:
+    model = write_mlp(tmp_path / "input")
+    workflow: dict[str, Any] = {
+        "input_model": {"type": "ONNXModel", "model_path": str(model)},
+        "passes": {"add": {"type": "AddMatMuls"}},
+        "cache_dir": str(tmp_path / "cache"),
+        "output_dir": str(tmp_path / "out"),
+    }
+    workflow.update(extra)
+    return workflow
+
+
+class Inspect(Pass):
+    """Copy the model and write what its params resolved to into ``received.json`` beside it."""
+
+    @classmethod
+    def _default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
+        from olive.passes import ParamCategory
+
+        return {
+            "data_config": PassConfigParam(type_=Any, required=True),
+            "table": PassConfigParam(type_=str, required=True, category=ParamCategory.PATH),
+            "transform": PassConfigParam(type_=Any, required=True, category=ParamCategory.OBJECT),
+        }
+
+    def _run_for_config(self, model: Any, config: Any, output_model_path: str) -> Any:
+        result = model_proto_to_olive_model(model.load_model(), output_model_path)
+        received = {
+            "data_config": type(config.data_config).__name__,
+            "data_config_name": getattr(config.data_config, "name", None),
+            "table": config.table,
+            "transform": config.transform(2) if callable(config.transform) else repr(config.transform),
+        }
+        (Path(result.model_path).parent / "received.json").write_text(json.dumps(received))
+        _log_run(self, config)
+        return result
