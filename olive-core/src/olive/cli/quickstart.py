@@ -1,0 +1,362 @@
+"""``olive quickstart [DIR]``: write a small BERT-like model, sample data and a workflow, then run it.
+
+Everything comes from the installed packages (the model is built with ``olive.testing.models``), so it works
+offline. The workflow JSON it writes is an ordinary one: edit it and run it with ``olive run --config``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from olive.exceptions import OliveError
+
+WORKFLOW_FILE = "quickstart.json"
+MODEL_DIR = "model"
+DATA_FILE = "data.npz"
+
+# Big enough that int8 quantization pays off in latency as well as size, small enough to build and
+# search in seconds on two cores.
+MODEL_SHAPE = {
+    "num_layers": 4,
+    "hidden_size": 128,
+    "num_heads": 4,
+    "intermediate_size": 512,
+    "vocab_size": 1000,
+    "max_seq_len": 128,
+}
+NUM_SAMPLES = 32
+SEQUENCE_LENGTH = 64
+COSINE_GOAL = 0.99
+
+#: pass name -> the distribution that must provide it
+REQUIRED_PASSES = {
+    "OrtTransformersOptimization": "olive-passes-graph",
+    "OnnxDynamicQuantization": "olive-passes-quant",
+    "OnnxStaticQuantization": "olive-passes-quant",
+}
+
+
+def quickstart_workflow() -> dict[str, Any]:
+    """The workflow the quickstart writes; paths are relative to the file's folder."""
+    return {
+        "workflow_id": "quickstart",
+        "input_model": {"type": "ONNXModel", "model_path": f"{MODEL_DIR}/model.onnx"},
+        "data_configs": [
+            {
+                "name": "samples",
+                "type": "NpzDataContainer",
+                "load_dataset_config": {"data_path": DATA_FILE},
+                "dataloader_config": {"batch_size": 1},
+            }
+        ],
+        "evaluators": {
+            "common": {
+                "metrics": [
+                    {
+                        "name": "latency",
+                        "type": "latency",
+                        "data_config": "samples",
+                        "sub_types": [{"name": "p50", "priority": 1}, {"name": "avg"}],
+                        "warmup_num": 10,
+                        "repeat_test_num": 50,
+                    },
+                    {"name": "size", "type": "size_on_disk", "sub_types": [{"name": "bytes", "priority": 2}]},
+                    {
+                        "name": "agreement",
+                        "type": "agreement",
+                        "data_config": "samples",
+                        "sub_types": [
+                            {"name": "cosine_mean", "priority": 3, "goal": {"type": "threshold", "value": COSINE_GOAL}},
+                            {"name": "cosine_min"},
+                        ],
+                    },
+                ]
+            }
+        },
+        "evaluator": "common",
+        "evaluate_input_model": True,
+        "passes": {
+            "fuse": {"type": "OrtTransformersOptimization", "model_type": "bert", "opt_level": [0, 99]},
+            "quantize": [
+                {
+                    "type": "OnnxDynamicQuantization",
+                    "precision": "int8",
+                    "reduce_range": False,
+                    "quant_preprocess": True,
+                },
+                {
+                    "type": "OnnxStaticQuantization",
+                    "data_config": "samples",
+                    "quant_format": "QDQ",
+                    "precision": "int8",
+                    "activation_type": "int8",
+                    "calibrate_method": "MinMax",
+                    "per_channel": True,
+                    "reduce_range": False,
+                    "quant_preprocess": True,
+                },
+            ],
+        },
+        "search_strategy": {"execution_order": "joint", "sampler": "sequential", "seed": 0},
+        "cache_dir": ".olive-cache",
+        "output_dir": "output",
+    }
+
+
+def check_distributions() -> None:
+    """Raise one clear error if a pass distribution the quickstart uses is missing or blocked."""
+    from olive.plugins.discovery import normalize_name
+    from olive.plugins.registry import get_registry
+
+    entries = get_registry().entries()
+    missing: list[str] = []
+    blocked: list[str] = []
+    for pass_name, distribution in REQUIRED_PASSES.items():
+        offered = [e for e in entries if e.name == pass_name and normalize_name(e.distribution) == distribution]
+        if not offered:
+            if distribution not in missing:
+                missing.append(distribution)
+        elif all(e.status == "blocked" for e in offered) and distribution not in blocked:
+            blocked.append(distribution)
+    if missing:
+        names = " and ".join(missing)
+        raise OliveError(
+            f"olive quickstart needs the pass distribution{'s' if len(missing) > 1 else ''} {names}, which "
+            f"{'are' if len(missing) > 1 else 'is'} not installed; install with: pip install {' '.join(missing)} "
+            f"(in a clone of the repository: pip install {' '.join(f'-e {m}' for m in missing)})"
+        )
+    if blocked:
+        raise OliveError(
+            f"olive quickstart needs the pass distribution(s) {', '.join(blocked)}, blocked by "
+            "OLIVE_LOAD_PLUGINS / OLIVE_DISABLE_PLUGINS; allow them to run the quickstart"
+        )
+
+
+def write_quickstart_files(directory: Path, force: bool = False) -> Path:
+    """Write the model, the data and the workflow JSON into ``directory``; returns the workflow's path."""
+    from olive.testing.models import bert_like_model, save_model, write_npz_dataset
+
+    workflow_path = directory / WORKFLOW_FILE
+    text = json.dumps(quickstart_workflow(), indent=2) + "\n"
+    if workflow_path.exists() and not force and workflow_path.read_text(encoding="utf-8") != text:
+        raise OliveError(
+            f"'{workflow_path}' exists and differs from the quickstart's workflow (edited?); run it with "
+            f"'olive run --config {workflow_path}', or pass --force to overwrite it"
+        )
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        model = save_model(bert_like_model(seed=0, **MODEL_SHAPE), directory / MODEL_DIR)
+        write_npz_dataset(
+            directory / DATA_FILE, model, num_samples=NUM_SAMPLES, sequence_length=SEQUENCE_LENGTH, seed=0
+        )
+        tmp = workflow_path.with_name(f".{WORKFLOW_FILE}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(workflow_path)
+    except OSError as exc:
+        raise OliveError(f"cannot write the quickstart files into '{directory}': {exc}") from exc
+    return workflow_path
+
+
+# -------------------------------------------------------------------------------------------------
+# Printing
+# -------------------------------------------------------------------------------------------------
+def _value(node: dict[str, Any], key: str) -> float | None:
+    entry = (node.get("metrics") or {}).get(key)
+    value = entry.get("value") if isinstance(entry, dict) else entry
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _unit(key: str) -> tuple[float, str]:
+    if key.endswith("-bytes"):
+        return float(1 << 20), "MiB"
+    if key.startswith("latency-"):
+        return 1.0, "ms"
+    return 1.0, ""
+
+
+def _cell(key: str, value: float | None) -> str:
+    if value is None:
+        return "-"
+    divisor, _ = _unit(key)
+    value /= divisor
+    return f"{value:.4f}" if "cosine" in key else f"{value:.3g}" if divisor > 1 else f"{value:.4g}"
+
+
+def _steps_text(data: Any, node: dict[str, Any]) -> str:
+    parts = []
+    for step in data.chain(node):
+        names = {n.get("pass_name") for n in data.pass_runs() if n.get("pass_key") == step.pass_key}
+        label = step.pass_name.replace("Onnx", "").replace("Quantization", "") if len(names) > 1 else ""
+        varied = " ".join(f"{k}={v}" for k, v in step.varied.items())
+        parts.append(" ".join(p for p in (label, varied) if p) or step.pass_key)
+    return " > ".join(parts) or "-"
+
+
+def print_candidates(output: Any, goals: dict[str, str]) -> None:
+    """The input model and every candidate, with the objectives, goals and Pareto flag."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from olive.report.data import report_data_from_output
+
+    data = report_data_from_output(output, goals)
+    console = Console(width=None if sys.stdout.isatty() else 132)
+    keys = [o.key for o in data.objectives]
+    table = Table(title="Candidates (the input model first; * is the chosen one)", title_justify="left")
+    table.add_column("", no_wrap=True)
+    # A narrow terminal gets the passes under the model id rather than a squeezed column of their own.
+    wide = console.width >= 120
+    table.add_column("model", no_wrap=wide)
+    if wide:
+        table.add_column("passes (searched values)")
+    for key in keys:
+        _, unit = _unit(key)
+        arrow = "↑" if data.higher_is_better(key) else "↓"
+        metric, _, sub = key.partition("-")
+        second = " ".join(p for p in ("" if sub == "bytes" else sub, f"({unit})" if unit else "", arrow) if p)
+        table.add_column(f"{metric}\n{second}", justify="right", no_wrap=True)
+    table.add_column("goal", no_wrap=True)
+    table.add_column("pareto", no_wrap=True)
+    base = data.baseline
+    if base is not None:
+        first = ["input model", "-"] if wide else ["input model"]
+        table.add_row("", *first, *[_cell(k, _value(base, k)) for k in keys], "", "", style="italic")
+    for node in data.candidates():
+        chosen = node["model_id"] == data.best_model_id
+        status = node.get("status")
+        goal = {True: "met", False: "missed", None: ""}[node.get("meets_goals")]
+        table.add_row(
+            "*" if chosen else "",
+            *(
+                [node["model_id"], _steps_text(data, node)]
+                if wide
+                else [f"{node['model_id']}\n{_steps_text(data, node)}"]
+            ),
+            *[_cell(k, _value(node, k)) for k in keys],
+            goal if status == "ok" else status,
+            "yes" if node.get("is_pareto") else "",
+            style="bold green" if chosen else ("dim" if status != "ok" else None),
+        )
+    console.print(table)
+
+
+def _comparison(output: Any) -> list[str]:
+    best, base = output.best, output.footprint[0] if output.footprint else None
+    lines = []
+    if best is None or base is None:
+        return lines
+    for objective in output.objectives:
+        key = objective["key"]
+        new, old = _value(best.to_json(), key), _value(base.to_json(), key)
+        if new is None or old is None:
+            continue
+        divisor, unit = _unit(key)
+        text = f"{key}: {old / divisor:.4g} → {new / divisor:.4g}{' ' + unit if unit else ''}"
+        if not objective["higher_is_better"] and new > 0 and old > 0:
+            better, worse = {"MiB": ("smaller", "larger"), "ms": ("faster", "slower")}.get(unit, ("lower", "higher"))
+            ratio = old / new
+            text += f" ({ratio:.2f}x {better})" if ratio >= 1 else f" ({1 / ratio:.2f}x {worse})"
+        lines.append(text)
+    return lines
+
+
+# -------------------------------------------------------------------------------------------------
+@click.command("quickstart")
+@click.argument(
+    "directory", required=False, default="olive-quickstart", type=click.Path(file_okay=False, path_type=Path)
+)
+@click.option("--force", is_flag=True, help="Overwrite an edited quickstart.json in DIRECTORY.")
+@click.option("--no-run", is_flag=True, help="Only write the model, data and workflow; run nothing.")
+@click.option("--verbose", "-v", is_flag=True, help="Show Olive's log messages.")
+def quickstart_command(directory: Path, force: bool, no_run: bool, verbose: bool) -> None:
+    """Optimize a small BERT-like model: writes it, sample data and a workflow JSON into DIRECTORY, then runs it.
+
+    The workflow searches transformer fusion (olive-passes-graph) followed by dynamic or static int8
+    quantization (olive-passes-quant), measuring latency, size and output agreement with the input model,
+    and keeps only models whose mean cosine similarity to it is at least 0.99. Edit the JSON it writes
+    and run it again with `olive run --config DIRECTORY/quickstart.json`.
+    """
+    start = time.perf_counter()
+    check_distributions()
+    directory = directory.resolve()
+    workflow_path = write_quickstart_files(directory, force=force)
+    click.echo(
+        f"Wrote a BERT-like model ({MODEL_SHAPE['num_layers']} layers, hidden size {MODEL_SHAPE['hidden_size']})"
+    )
+    click.echo(f"  model:    {directory / MODEL_DIR / 'model.onnx'}")
+    click.echo(f"  data:     {directory / DATA_FILE} ({NUM_SAMPLES} samples of {SEQUENCE_LENGTH} tokens)")
+    click.echo(f"  workflow: {workflow_path}")
+    if no_run:
+        click.echo(f"Run it with: olive run --config {workflow_path}")
+        return
+
+    from olive.report import write_report
+    from olive.report.data import goals_of
+    from olive.workflows.run import execute, prepare
+
+    prepared = prepare(workflow_path)
+    click.echo(f"Searching {prepared.total_size()} combinations of passes...")
+    with _quiet_logging(verbose):
+        try:
+            output = execute(prepared, show_progress=True)
+        except KeyboardInterrupt:
+            click.echo("Error: interrupted; finished pass runs are cached and reused by the next run", err=True)
+            sys.exit(130)
+    goals = goals_of(prepared.workflow)
+    print_candidates(output, goals)
+    report = None
+    if output.output_dir is not None and (output.output_dir / "footprint.json").is_file():
+        report = write_report(output.output_dir, goals=goals)
+    elapsed = time.perf_counter() - start
+    if output.best is None:
+        click.echo(f"Error: {output.reason}", err=True)
+        sys.exit(1)
+    click.echo("Chosen model, against the input model:")
+    for line in _comparison(output):
+        click.echo(f"  {line}")
+    click.echo(f"  goal: {'; '.join(f'{k} {v}' for k, v in goals.items())} (met)")
+    click.echo(f"Chosen model: {output.output_model_path or output.best.model_path}")
+    if report is not None:
+        click.echo(f"Report:       {report}")
+    click.echo(f"Finished in {elapsed:.1f} s. Edit {workflow_path.name} and run it again with:")
+    click.echo(f"  olive run --config {workflow_path}")
+
+
+class _quiet_logging:
+    """Olive's warnings (or, with --verbose, everything) through rich on stderr while the run lasts."""
+
+    def __init__(self, verbose: bool):
+        self.verbose = verbose
+        self._saved: list[tuple[logging.Logger, int, bool]] = []
+        self._handler: logging.Handler | None = None
+
+    def __enter__(self) -> None:
+        from rich.console import Console
+        from rich.logging import RichHandler
+
+        olive_logger = logging.getLogger("olive")
+        self._handler = RichHandler(console=Console(stderr=True), show_path=False, show_time=False)
+        self._saved = [(olive_logger, olive_logger.level, olive_logger.propagate)]
+        olive_logger.addHandler(self._handler)
+        olive_logger.propagate = False
+        olive_logger.setLevel(logging.DEBUG if self.verbose else logging.WARNING)
+        if not self.verbose:
+            # The transformer optimizer warns that the model was not exported by PyTorch; true and harmless here.
+            optimizer_logger = logging.getLogger("onnxruntime.transformers")
+            self._saved.append((optimizer_logger, optimizer_logger.level, optimizer_logger.propagate))
+            optimizer_logger.setLevel(logging.ERROR)
+
+    def __exit__(self, *exc: object) -> None:
+        olive_logger = logging.getLogger("olive")
+        if self._handler is not None:
+            olive_logger.removeHandler(self._handler)
+        for logger, level, propagate in self._saved:
+            logger.setLevel(level)
+            logger.propagate = propagate

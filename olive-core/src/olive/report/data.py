@@ -1,0 +1,250 @@
+"""What a report shows, read from a run's output folder (or from a ``WorkflowOutput`` in memory).
+
+The report depends on the engine only through the files it writes (``footprint.json``, ``metrics.json``,
+``model_config.json``), so it can be rebuilt for any output folder, including one from an older run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from olive.exceptions import OliveError
+
+FOOTPRINT_FILE = "footprint.json"
+METRICS_FILE = "metrics.json"
+MODEL_CONFIG_FILE = "model_config.json"
+INPUT_MODEL_ID = "input_model"
+
+
+@attrs.frozen
+class Objective:
+    key: str
+    priority: int
+    higher_is_better: bool
+
+
+@attrs.frozen
+class Step:
+    """One pass of a candidate's chain: the footprint node that produced its model."""
+
+    model_id: str
+    pass_key: str | None
+    pass_name: str | None
+    config: dict[str, Any]
+    #: params whose value differs between the runs of this pass key (what the search varied)
+    varied: dict[str, Any]
+
+
+@attrs.frozen
+class ReportData:
+    """Everything ``report.html`` shows; build it with :func:`load_report_data` or :func:`report_data_from`."""
+
+    workflow_id: str | None
+    accelerator: str | None
+    objectives: list[Objective]
+    best_model_id: str | None
+    reason: str | None
+    nodes: list[dict[str, Any]]
+    output_model: str | None = None
+    olive_core_version: str | None = None
+    goals: dict[str, str] = attrs.Factory(dict)
+    generated: str = attrs.Factory(lambda: datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
+
+    # ---------------------------------------------------------------------------------------------
+    @property
+    def by_id(self) -> dict[str, dict[str, Any]]:
+        return {node["model_id"]: node for node in self.nodes}
+
+    @property
+    def baseline(self) -> dict[str, Any] | None:
+        for node in self.nodes:
+            if node.get("parent_model_id") is None:
+                return node
+        return None
+
+    @property
+    def best(self) -> dict[str, Any] | None:
+        return self.by_id.get(self.best_model_id) if self.best_model_id else None
+
+    def candidates(self) -> list[dict[str, Any]]:
+        """Complete models of the workflow (the last pass's outputs), in the order tried."""
+        return [n for n in self.nodes if n.get("is_candidate")]
+
+    def problem_nodes(self) -> list[dict[str, Any]]:
+        """Runs that failed or were pruned without producing a candidate."""
+        return [n for n in self.nodes if not n.get("is_candidate") and n.get("status") in ("failed", "pruned")]
+
+    def pass_runs(self) -> list[dict[str, Any]]:
+        return [n for n in self.nodes if n.get("parent_model_id") is not None]
+
+    def metric_keys(self) -> list[str]:
+        """Objectives in priority order, then every other metric in the order first seen."""
+        keys = [o.key for o in self.objectives]
+        for node in self.nodes:
+            for key in node.get("metrics") or {}:
+                if key not in keys:
+                    keys.append(key)
+        return keys
+
+    def higher_is_better(self, key: str) -> bool | None:
+        for objective in self.objectives:
+            if objective.key == key:
+                return objective.higher_is_better
+        for node in self.nodes:
+            entry = (node.get("metrics") or {}).get(key)
+            if isinstance(entry, Mapping) and "higher_is_better" in entry:
+                return bool(entry["higher_is_better"])
+        return None
+
+    def chain(self, node: Mapping[str, Any]) -> list[Step]:
+        """The pass runs that produced ``node``, first pass first."""
+        by_id, varied = self.by_id, self._varied_params()
+        steps: list[Step] = []
+        current: Mapping[str, Any] | None = node
+        seen: set[str] = set()
+        while current is not None and current.get("parent_model_id") is not None:
+            if current["model_id"] in seen:  # a malformed file must not loop forever
+                break
+            seen.add(current["model_id"])
+            config = dict(current.get("config") or {})
+            names = varied.get((current.get("pass_key"), current.get("pass_name")), [])
+            steps.append(
+                Step(
+                    model_id=current["model_id"],
+                    pass_key=current.get("pass_key"),
+                    pass_name=current.get("pass_name"),
+                    config=config,
+                    varied={name: config.get(name) for name in names if name in config},
+                )
+            )
+            current = by_id.get(current["parent_model_id"])
+        return list(reversed(steps))
+
+    def distributions(self) -> list[tuple[str, str | None, list[str]]]:
+        """``(distribution, version, pass names)`` of every pass the run used."""
+        found: dict[tuple[str, str | None], list[str]] = {}
+        for node in self.pass_runs():
+            dist = node.get("pass_distribution")
+            if not dist:
+                continue
+            names = found.setdefault((dist, node.get("pass_version")), [])
+            if node.get("pass_name") and node["pass_name"] not in names:
+                names.append(node["pass_name"])
+        return [(dist, version, names) for (dist, version), names in sorted(found.items(), key=lambda i: i[0][0])]
+
+    def _varied_params(self) -> dict[tuple[Any, Any], list[str]]:
+        configs: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
+        for node in self.pass_runs():
+            if isinstance(node.get("config"), Mapping):
+                configs.setdefault((node.get("pass_key"), node.get("pass_name")), []).append(node["config"])
+        varied: dict[tuple[Any, Any], list[str]] = {}
+        for group, items in configs.items():
+            names = list(dict.fromkeys(name for config in items for name in config))
+            varied[group] = [
+                name for name in names if len({json.dumps(c.get(name), sort_keys=True, default=str) for c in items}) > 1
+            ]
+        return varied
+
+
+# -------------------------------------------------------------------------------------------------
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise OliveError(f"cannot read {path}: {type(exc).__name__}: {exc}") from exc
+
+
+def _objectives(raw: Any) -> list[Objective]:
+    objectives = []
+    for item in raw or []:
+        if isinstance(item, Mapping) and "key" in item:
+            objectives.append(
+                Objective(str(item["key"]), int(item.get("priority", 0)), bool(item.get("higher_is_better", True)))
+            )
+    return sorted(objectives, key=lambda o: o.priority)
+
+
+def goals_of(workflow: Any) -> dict[str, str]:
+    """``{"metric-sub_type": "threshold 0.99"}`` for every goal of a ``WorkflowConfig``'s evaluator."""
+    evaluator = getattr(workflow, "evaluator", None)
+    goals = {}
+    for metric in getattr(evaluator, "metrics", None) or []:
+        for sub in getattr(metric, "sub_types", None) or []:
+            goal = getattr(sub, "goal", None)
+            if goal is not None:
+                goals[f"{metric.name}-{sub.name}"] = f"{goal.type} {goal.value:g}"
+    return goals
+
+
+def report_data_from_footprint(
+    footprint: Mapping[str, Any],
+    output_model: str | None = None,
+    olive_core_version: str | None = None,
+    goals: Mapping[str, str] | None = None,
+) -> ReportData:
+    """Build the report's data from the contents of ``footprint.json``."""
+    nodes = footprint.get("nodes")
+    if not isinstance(nodes, list) or not all(isinstance(n, Mapping) and "model_id" in n for n in nodes):
+        raise OliveError("footprint: 'nodes' must be a list of footprint nodes, each with a 'model_id'")
+    return ReportData(
+        workflow_id=footprint.get("workflow_id"),
+        accelerator=footprint.get("accelerator"),
+        objectives=_objectives(footprint.get("objectives")),
+        best_model_id=footprint.get("best_model_id"),
+        reason=footprint.get("reason"),
+        nodes=[dict(n) for n in nodes],
+        output_model=output_model,
+        olive_core_version=olive_core_version,
+        goals=dict(goals or {}),
+    )
+
+
+def load_report_data(output_dir: str | Path, goals: Mapping[str, str] | None = None) -> ReportData:
+    """Read a run's output folder: ``footprint.json`` (required), ``model_config.json`` (when a model was chosen)."""
+    output_dir = Path(output_dir)
+    footprint_path = output_dir / FOOTPRINT_FILE
+    if not footprint_path.is_file():
+        raise OliveError(
+            f"no {FOOTPRINT_FILE} in '{output_dir}': a report needs the output folder of a run "
+            "(written unless the workflow sets no_artifacts)"
+        )
+    footprint = _read_json(footprint_path)
+    if not isinstance(footprint, Mapping):
+        raise OliveError(f"{footprint_path}: expected a JSON object")
+    model_config: Mapping[str, Any] = {}
+    if (output_dir / MODEL_CONFIG_FILE).is_file():
+        loaded = _read_json(output_dir / MODEL_CONFIG_FILE)
+        model_config = loaded if isinstance(loaded, Mapping) else {}
+    output_model = None
+    if footprint.get("best_model_id") and (output_dir / "model.onnx").is_file():
+        output_model = str((output_dir / "model.onnx").resolve())
+    return report_data_from_footprint(
+        footprint, output_model, model_config.get("olive_core_version") or _core_version(), goals
+    )
+
+
+def report_data_from_output(output: Any, goals: Mapping[str, str] | None = None) -> ReportData:
+    """Build the report's data from a ``WorkflowOutput`` in memory."""
+    best = output.get_best_candidate()
+    footprint = {
+        "workflow_id": None,
+        "accelerator": output.accelerator,
+        "objectives": output.objectives,
+        "best_model_id": best.model_id if best is not None else None,
+        "reason": output.reason,
+        "nodes": [node.to_json() for node in output.footprint],
+    }
+    path = output.output_model_path
+    return report_data_from_footprint(footprint, str(path) if path else None, _core_version(), goals)
+
+
+def _core_version() -> str:
+    import olive
+
+    return olive.__version__
