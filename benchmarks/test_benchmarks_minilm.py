@@ -1,0 +1,96 @@
+"""The MiniLM benchmark harness runs end to end on a tiny model (``--quick``); no timing is asserted.
+
+The real benchmark (PyTorch export of all-MiniLM-L6-v2, 200 timed runs per model) is a script, not a
+test: ``python benchmarks/minilm/run.py``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+RUN = HERE / "minilm" / "run.py"
+ROW_KEYS = ["fp32", "opt", "dyn", "static", "opt+dyn", "4bit", "search"]
+
+
+def _run_quick(work_dir: Path, extra_env: dict[str, str] | None = None, *args: str) -> list[dict]:
+    env = {**os.environ, **(extra_env or {})}
+    done = subprocess.run(
+        [sys.executable, str(RUN), "--quick", "--work-dir", str(work_dir), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, f"run.py failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+    return json.loads((work_dir / "results.json").read_text())
+
+
+def _installed(distribution: str) -> bool:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        version(distribution)
+    except PackageNotFoundError:
+        return False
+    return True
+
+
+def test_sentence_sets_are_disjoint_and_large_enough():
+    spec = importlib.util.spec_from_file_location("minilm_sentences", HERE / "minilm" / "sentences.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert len(module.EVALUATION) >= 64
+    assert len(module.CALIBRATION) >= 32
+    assert not set(module.EVALUATION) & set(module.CALIBRATION)
+
+
+def test_quick_run_measures_every_available_row(tmp_path):
+    rows = {row["key"]: row for row in _run_quick(tmp_path)}
+    assert list(rows) == ROW_KEYS
+
+    fp32 = rows["fp32"]
+    assert fp32["status"] == "ok"
+    # The fp32 model against its own outputs: identical up to float rounding.
+    assert fp32["cosine_mean"] == pytest.approx(1.0, abs=1e-5)
+    assert fp32["num_sentences"] == 8
+    assert fp32["latency_runs"] >= 8
+    assert 0 < fp32["latency_p50_ms"] <= fp32["latency_p90_ms"]
+
+    for key, row in rows.items():
+        assert row["status"] in ("ok", "not available"), f"row {key}: {row['status']}: {row['note']}"
+        if row["status"] == "ok":
+            assert -1.0 <= row["cosine_min"] <= row["cosine_mean"] <= 1.0 + 1e-6, key
+            assert row["size_bytes"] > 0, key
+
+    if _installed("olive-passes-quant"):
+        for key in ("dyn", "static", "4bit"):
+            assert rows[key]["status"] == "ok", rows[key]["note"]
+            # Quantized weights must actually shrink the model and change (but not wreck) its outputs.
+            assert rows[key]["size_bytes"] < 0.7 * fp32["size_bytes"], key
+            assert 0.9 < rows[key]["cosine_mean"] < 1.0, key
+    if _installed("olive-passes-graph"):
+        assert rows["opt"]["status"] == "ok", rows["opt"]["note"]
+        assert rows["opt"]["cosine_min"] > 0.9999
+
+    table = (tmp_path / "results.md").read_text()
+    assert "python benchmarks/minilm/run.py --quick" in table
+    assert "| fp32 (exported) |" in table
+    assert "searched workflow" in table
+
+
+@pytest.mark.skipif(not _installed("olive-passes-quant"), reason="needs olive-passes-quant installed to disable it")
+def test_missing_pass_distribution_makes_rows_not_available(tmp_path):
+    rows = {row["key"]: row for row in _run_quick(tmp_path, {"OLIVE_DISABLE_PLUGINS": "olive-passes-quant"})}
+    assert rows["fp32"]["status"] == "ok"
+    for key in ("dyn", "static", "opt+dyn", "4bit", "search"):
+        assert rows[key]["status"] == "not available", key
+    assert "OnnxDynamicQuantization" in rows["dyn"]["note"]
+    assert "| dynamic int8 | | | | | | | | not available:" in (tmp_path / "results.md").read_text()
