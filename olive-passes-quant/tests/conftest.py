@@ -13,6 +13,8 @@ PASS_NAMES = {
     "OnnxQuantizationPreprocess": "olive_passes_quant.preprocess",
     "OnnxBlockWiseRtnQuantization": "olive_passes_quant.blockwise",
     "OnnxFloatToFloat16": "olive_passes_quant.float16",
+    "OnnxSensitivityAnalysis": "olive_passes_quant.sensitivity",
+    "OnnxAccuracyGuardedQuantization": "olive_passes_quant.accuracy_guarded",
 }
 
 

@@ -20,7 +20,12 @@ def test_pass_contract(name, tmp_path, calib_npz):
 
     mlp = save_model(mlp_model(), tmp_path / "mlp")
     config = None
-    if name in ("OnnxStaticQuantization", "OnnxQuantization"):
+    if name in (
+        "OnnxStaticQuantization",
+        "OnnxQuantization",
+        "OnnxSensitivityAnalysis",
+        "OnnxAccuracyGuardedQuantization",
+    ):
         config = {"data_config": str(write_npz_dataset(tmp_path / "mlp.npz", mlp, num_samples=8))}
     report = assert_pass_contract(
         _pass_class(name), model=mlp, entry_point_name=name, config=config, max_points=8, output_dir=tmp_path / "out"

@@ -23,7 +23,8 @@ def test_default_config_and_generate_config_are_light(name):
         f"from {PASS_NAMES[name]} import {name} as P\n"
         "from olive.hardware import DEFAULT_CPU_ACCELERATOR as CPU\n"
         "P.default_config(CPU)\n"
-        "cfg = {'data_config': 'calib.npz'} if 'Static' in P.__name__ or P.__name__ == 'OnnxQuantization' else {}\n"
+        "params = P.default_config(CPU)\n"
+        "cfg = {'data_config': 'calib.npz'} if 'data_config' in params else {}\n"
         "P.validate_config(P.generate_config(CPU, cfg, disable_search=True), CPU)\n"
         "P.get_config_params(CPU, cfg)\n"
     )
