@@ -1,0 +1,1 @@
+"""The `olive` command line."""

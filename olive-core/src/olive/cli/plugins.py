@@ -1,0 +1,97 @@
+"""``olive plugins``: the installed plugin distributions, their passes and hooks, and their status."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+
+@click.command("plugins")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("--requirements", is_flag=True, help="Print `name==version` lines that rebuild this set of plugins.")
+def plugins_command(as_json: bool, requirements: bool) -> None:
+    """List distributions that offer passes (``olive.passes``) or hooks (``olive.plugins``).
+
+    Pass modules are not imported; hook plugins are loaded to report whether their hooks are valid.
+    """
+    if as_json and requirements:
+        raise click.UsageError("use either --json or --requirements, not both")
+    plugins = collect_plugins(load_hooks=not requirements)
+    if requirements:
+        for item in plugins:
+            click.echo(f"{item['name']}=={item['version']}")
+        return
+    if as_json:
+        click.echo(json.dumps(plugins, indent=2))
+        return
+
+    from rich import box
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = Console()
+    if not plugins:
+        console.print("No plugin distributions installed.")
+        return
+    table = Table(title="Plugin distributions", title_justify="left", box=box.SIMPLE_HEAD)
+    table.add_column("Distribution", no_wrap=True)
+    table.add_column("Version", no_wrap=True)
+    for column in ("Passes", "Hooks", "Status"):
+        table.add_column(column, overflow="fold")
+    for item in plugins:
+        table.add_row(
+            item["name"],
+            item["version"],
+            escape("\n".join(item["passes"]) or "-"),
+            escape("\n".join(item["hooks"]) or "-"),
+            escape(item["status"] if not item["errors"] else f"{item['status']}: {'; '.join(item['errors'])}"),
+        )
+    console.print(table)
+
+
+def collect_plugins(load_hooks: bool = True) -> list[dict[str, Any]]:
+    """One dict per plugin distribution: ``name``, ``version``, ``passes``, ``hooks``, ``status``,
+    ``errors``; sorted by name. Pass modules are never imported."""
+    from olive.plugins.discovery import normalize_name
+    from olive.plugins.registry import get_registry
+
+    found: dict[str, dict[str, Any]] = {}
+
+    def item(name: str, version: str) -> dict[str, Any]:
+        key = normalize_name(name)
+        if key not in found:
+            found[key] = {"name": name, "version": version, "passes": [], "hooks": [], "status": "ok", "errors": []}
+        return found[key]
+
+    registry = get_registry()
+    for entry in registry.entries():
+        if not entry.installed:
+            continue
+        record = item(entry.distribution, entry.version)
+        record["passes"].append(entry.name)
+        if entry.status in ("failed", "blocked"):
+            record["status"] = entry.status
+            record["errors"].append(f"{entry.name}: {entry.error}")
+
+    if load_hooks:
+        from olive.plugins.manager import get_plugin_manager
+
+        records = get_plugin_manager().records
+    else:
+        from olive.plugins.discovery import PLUGINS_GROUP, iter_entry_points
+        from olive.plugins.manager import PluginRecord
+
+        records = [
+            PluginRecord(f"{f.distribution}:{f.name}", f.distribution, f.version, f.value)
+            for f in iter_entry_points(PLUGINS_GROUP)
+        ]
+    for plugin in records:
+        record = item(plugin.distribution, plugin.version)
+        record["hooks"].extend(plugin.hooks)
+        if plugin.status in ("failed", "blocked"):
+            record["status"] = plugin.status
+            record["errors"].append(f"{plugin.value}: {plugin.error}")
+    return sorted(found.values(), key=lambda r: normalize_name(r["name"]))
