@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from olive.exceptions import PassConfigError, PassRunError, closest_match_hint
@@ -11,6 +13,12 @@ from olive.passes.onnx.common import get_external_data_config, model_proto_to_ol
 from olive.search.search_parameter import Categorical
 from olive_passes_graph._base import CheckedPass
 from olive_passes_graph._common import carry_over, check_loads, ort_offline_optimize, output_guard
+from olive_passes_graph.attention_dims import (
+    AttentionDims,
+    count_attention_blocks,
+    infer_attention_dims,
+    infer_num_heads_and_hidden_size,
+)
 
 if TYPE_CHECKING:
     import onnx
@@ -32,6 +40,14 @@ _DISABLED_BEFORE_FUSION = [
     "BiasSoftmaxFusion",
 ]
 _LEVELS = {1: "ORT_ENABLE_BASIC", 2: "ORT_ENABLE_EXTENDED", 99: "ORT_ENABLE_ALL"}
+# Model types fused by onnxruntime's BERT attention fusion, which trusts num_heads/hidden_size as given when
+# the graph's own Reshape shapes are computed at run time: values that contradict the graph are an error.
+# (Not swin: its stages have different head counts.)
+_STRICT_DIMS = {"bert", "bert_tf", "bert_keras", "vit"}
+# onnxruntime's fusion modules log the same line once per layer; one copy says it.
+_FUSION_LOGGERS = ("fusion", "onnx_model")
+
+__all__ = ["OrtTransformersOptimization", "infer_num_heads_and_hidden_size"]
 
 
 class OrtTransformersOptimization(CheckedPass):
@@ -40,8 +56,9 @@ class OrtTransformersOptimization(CheckedPass):
     Attention, SkipLayerNormalization, EmbedLayerNormalization, (Bias)Gelu and friends replace dozens of
     small nodes. ``opt_level`` > 0 first lets onnxruntime optimize the graph; this pass does that itself so
     no PyTorch is needed at any level. With ``num_heads``/``hidden_size`` 0 they are read from the graph
-    (Q projection weight and the head-splitting Reshape); when that is not possible the error says which
-    to set.
+    (Q projection weight and the head-splitting Reshape, constant or computed at run time as PyTorch exports
+    it; see :mod:`olive_passes_graph.attention_dims`). Attention left unfused is reported in
+    ``model_attributes["unfused_attention"]`` with one warning naming the values tried.
     """
 
     @classmethod
@@ -140,23 +157,26 @@ class OrtTransformersOptimization(CheckedPass):
         else:
             proto = model.load_model()
 
-        num_heads, hidden_size = config.num_heads, config.hidden_size
-        if not config.only_onnxruntime and (num_heads == 0 or hidden_size == 0):
-            num_heads, hidden_size = _resolve_heads(proto, config.model_type, num_heads, hidden_size, owner)
+        num_heads, hidden_size, dims = config.num_heads, config.hidden_size, None
+        if not config.only_onnxruntime:
+            num_heads, hidden_size, dims = _resolve_heads(proto, config.model_type, num_heads, hidden_size, owner)
         options = _fusion_options(config.model_type, config.optimization_options or {}, owner)
         before = len(proto.graph.node)
+        # Counted before the fusions rewrite the proto in place.
+        blocks = 0 if config.only_onnxruntime or not options.enable_attention else count_attention_blocks(proto)
         try:
             # opt_level=0: onnxruntime's own pre-optimization helper imports torch; it ran above instead.
-            optimizer = optimize_model(
-                proto,
-                model_type=config.model_type,
-                num_heads=num_heads,
-                hidden_size=hidden_size,
-                optimization_options=options,
-                opt_level=0,
-                use_gpu=config.use_gpu,
-                only_onnxruntime=config.only_onnxruntime,
-            )
+            with _deduplicated_fusion_logs():
+                optimizer = optimize_model(
+                    proto,
+                    model_type=config.model_type,
+                    num_heads=num_heads,
+                    hidden_size=hidden_size,
+                    optimization_options=options,
+                    opt_level=0,
+                    use_gpu=config.use_gpu,
+                    only_onnxruntime=config.only_onnxruntime,
+                )
             if config.float16:
                 optimizer.convert_float_to_float16(
                     keep_io_types=config.keep_io_types, op_block_list=config.force_fp32_ops
@@ -170,6 +190,8 @@ class OrtTransformersOptimization(CheckedPass):
                 f"({type(exc).__name__}: {exc})"
             ) from exc
         statistics = _fused_statistics(optimizer)
+        op_types = {node.op_type for node in optimizer.model.graph.node}
+        unfused = _unfused_attention(blocks, op_types, num_heads, hidden_size, dims, owner)
         _declare_domains(optimizer.model)
         with output_guard(output_model_path):
             result = model_proto_to_olive_model(optimizer.model, output_model_path, config)
@@ -177,15 +199,18 @@ class OrtTransformersOptimization(CheckedPass):
         logger.info(
             "OrtTransformersOptimization: %d -> %d nodes; fused %s", before, len(optimizer.model.graph.node), statistics
         )
-        return carry_over(
-            model,
-            result,
-            attributes={
-                "num_heads": num_heads,
-                "hidden_size": hidden_size,
-                "transformer_fusions": statistics,
-            },
-        )
+        attributes: dict[str, Any] = {
+            "num_heads": num_heads,
+            "hidden_size": hidden_size,
+            "transformer_fusions": statistics,
+        }
+        if unfused is not None:
+            attributes["unfused_attention"] = unfused
+        result = carry_over(model, result, attributes=attributes)
+        if unfused is None:
+            # An earlier run's record does not describe this model.
+            result.model_attributes.pop("unfused_attention", None)
+        return result
 
 
 def _declare_domains(proto: onnx.ModelProto) -> None:
@@ -229,26 +254,48 @@ def _fused_statistics(optimizer: Any) -> dict[str, int]:
 
 def _resolve_heads(
     proto: onnx.ModelProto, model_type: str, num_heads: int, hidden_size: int, owner: str
-) -> tuple[int, int]:
-    inferred = infer_num_heads_and_hidden_size(proto)
-    if inferred is not None:
-        found_heads, found_hidden = inferred
-        if num_heads and hidden_size == 0 and found_hidden % num_heads:
+) -> tuple[int, int, AttentionDims | None]:
+    """The ``(num_heads, hidden_size)`` to fuse with, and what the graph shows (None if unreadable).
+
+    Values read from the graph fill the ones left at 0; explicit values that contradict a graph whose
+    attention blocks all agree are a :class:`PassConfigError` for the BERT-style fusions (a wrong head count
+    there makes a wrong Attention node or none at all) and a warning otherwise.
+    """
+    dims = infer_attention_dims(proto)
+    if dims is not None and not dims.uniform and model_type in _SELF_DETECTING:
+        # Blocks with different head counts (Swin stages): onnxruntime reads each block's own Reshape, and one
+        # pair of values for all of them would be wrong for most.
+        logger.info("%s: attention blocks differ in head count; onnxruntime detects them per block", owner)
+        return num_heads, hidden_size, dims
+    if dims is not None:
+        mismatch = _mismatch(dims, num_heads, hidden_size)
+        if mismatch:
+            message = (
+                f"{owner}: {mismatch}, but the graph's head-splitting Reshape '{dims.reshape}' splits a "
+                f"{dims.hidden_size}-wide projection into {dims.num_heads} heads of {dims.head_size} "
+                f"(num_heads={dims.num_heads}, hidden_size={dims.hidden_size})"
+            )
+            if model_type in _STRICT_DIMS and dims.uniform:
+                raise PassConfigError(
+                    f"{message}; set num_heads={dims.num_heads} and hidden_size={dims.hidden_size}, or leave "
+                    "both at 0 to use the graph's values"
+                )
+            logger.warning("%s; using the configured values", message)
+        heads, hidden = num_heads or dims.num_heads, hidden_size or dims.hidden_size
+        if hidden % heads:
             raise PassConfigError(
-                f"{owner}: num_heads={num_heads} does not divide the hidden size {found_hidden} found in the graph; "
-                "fix num_heads or set hidden_size"
+                f"{owner}: num_heads={heads} does not divide hidden_size={hidden} (the graph shows "
+                f"num_heads={dims.num_heads}, hidden_size={dims.hidden_size}); fix num_heads or hidden_size"
             )
-        return num_heads or found_heads, hidden_size or found_hidden
-    has_attention = any(node.op_type == "Softmax" for node in proto.graph.node)
+        return heads, hidden, dims
+    if num_heads and hidden_size:
+        return num_heads, hidden_size, None
+    has_attention = count_attention_blocks(proto) > 0
     if not has_attention or (model_type in _SELF_DETECTING and num_heads == 0 and hidden_size == 0):
-        # No attention to fuse, or onnxruntime detects both itself from the same Reshape constants.
+        # No attention to fuse, or onnxruntime may detect both itself; whether it did is checked afterwards.
         if has_attention:
-            logger.warning(
-                "%s: could not read num_heads/hidden_size from the graph; onnxruntime will try to detect them. "
-                "Set num_heads and hidden_size if Attention is not fused.",
-                owner,
-            )
-        return num_heads, hidden_size
+            logger.info("%s: num_heads/hidden_size not readable from the graph; onnxruntime will try", owner)
+        return num_heads, hidden_size, None
     missing = " and ".join(
         name for name, value in (("num_heads", num_heads), ("hidden_size", hidden_size)) if not value
     )
@@ -258,54 +305,78 @@ def _resolve_heads(
     )
 
 
-def infer_num_heads_and_hidden_size(proto: onnx.ModelProto) -> tuple[int, int] | None:
-    """``(num_heads, hidden_size)`` from the first attention block, or None when the graph does not show them.
+def _mismatch(dims: AttentionDims, num_heads: int, hidden_size: int) -> str:
+    """What in the explicit values contradicts ``dims`` ('' when nothing does)."""
+    given = ", ".join(
+        f"{name}={value}" for name, value in (("num_heads", num_heads), ("hidden_size", hidden_size)) if value
+    )
+    if num_heads and num_heads != dims.num_heads:
+        return f"{given} is configured"
+    if hidden_size and hidden_size != dims.hidden_size:
+        return f"{given} is configured"
+    return ""
 
-    The hidden size is the Q projection weight's output width; the number of heads is the third entry of the
-    Reshape constant that splits that projection into heads (``[0, 0, heads, head_size]`` or with -1s), and
-    the two must agree (``heads * head_size == hidden``).
-    """
-    from onnx import numpy_helper
 
-    constants: dict[str, Any] = {init.name: numpy_helper.to_array(init) for init in proto.graph.initializer}
-    for node in proto.graph.node:
-        if node.op_type == "Constant":
-            for attribute in node.attribute:
-                if attribute.name == "value":
-                    constants[node.output[0]] = numpy_helper.to_array(attribute.t)
-    producers = {output: node for node in proto.graph.node for output in node.output}
-
-    def projection_width(tensor: str) -> int | None:
-        # Walk back through the bias Add (either operand order) to a MatMul with a 2-D constant weight.
-        node = producers.get(tensor)
-        if node is not None and node.op_type == "Add":
-            for name in node.input:
-                upstream = producers.get(name)
-                if upstream is not None and upstream.op_type == "MatMul":
-                    node = upstream
-                    break
-        if node is None or node.op_type != "MatMul":
-            return None
-        for name in node.input:
-            weight = constants.get(name)
-            if weight is not None and weight.ndim == 2:
-                return int(weight.shape[1])
+def _unfused_attention(
+    blocks: int, op_types: set[str], num_heads: int, hidden_size: int, dims: AttentionDims | None, owner: str
+) -> dict[str, Any] | None:
+    """Report attention blocks the fusions left alone: one warning, and the record for model_attributes."""
+    if not blocks or any("Attention" in op for op in op_types):
         return None
+    if dims is not None:
+        seen = f"the graph's Reshape '{dims.reshape}' shows num_heads={dims.num_heads}, hidden_size={dims.hidden_size}"
+    else:
+        seen = "they could not be read from the graph (no head-splitting Reshape after a Q projection)"
+    hint = (
+        "onnxruntime's attention pattern did not match this graph (the mask or Q/K/V sub-graphs differ from "
+        "what it fuses)"
+        if num_heads and hidden_size
+        else "set num_heads and hidden_size in the pass config (e.g. 12 and 768 for BERT-base)"
+    )
+    logger.warning(
+        "%s: the graph has %d attention block(s) (Softmax between MatMuls) but none was fused into "
+        "Attention/MultiHeadAttention; tried num_heads=%d, hidden_size=%d (%s); %s",
+        owner,
+        blocks,
+        num_heads,
+        hidden_size,
+        seen,
+        hint,
+    )
+    return {
+        "attention_blocks": blocks,
+        "num_heads": num_heads,
+        "hidden_size": hidden_size,
+        "inferred": None if dims is None else {"num_heads": dims.num_heads, "hidden_size": dims.hidden_size},
+        "hint": hint,
+    }
 
-    for node in proto.graph.node:
-        if node.op_type != "Reshape" or len(node.input) < 2:
-            continue
-        shape = constants.get(node.input[1])
-        if shape is None or shape.ndim != 1 or len(shape) != 4:
-            continue
-        width = projection_width(node.input[0])
-        if width is None:
-            continue
-        heads, head_size = int(shape[2]), int(shape[3])
-        if heads > 0 and head_size > 0 and heads * head_size == width:
-            return heads, width
-        if heads > 0 and head_size == -1 and width % heads == 0:
-            return heads, width
-        if head_size > 0 and heads == -1 and width % head_size == 0:
-            return width // head_size, width
-    return None
+
+class _OncePerMessage(logging.Filter):
+    """Let each distinct message through once (onnxruntime's fusions repeat theirs for every layer)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[tuple[str, str]] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = (record.name, record.getMessage())
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        return True
+
+
+@contextlib.contextmanager
+def _deduplicated_fusion_logs() -> Iterator[None]:
+    # Loggers are per module ("fusion_attention", "onnx_model_bert"...) and exist once the optimizer is imported.
+    names = [name for name in logging.root.manager.loggerDict if name.startswith(_FUSION_LOGGERS)]
+    loggers = [logging.getLogger(name) for name in names]
+    once = _OncePerMessage()
+    for each in loggers:
+        each.addFilter(once)
+    try:
+        yield
+    finally:
+        for each in loggers:
+            each.removeFilter(once)
