@@ -209,6 +209,11 @@ class OnnxQuantization(Pass):
             # Fused graphs (Attention, SkipLayerNormalization...) leave tensor types that shape inference
             # cannot see; without a default type quantize_dynamic fails on them.
             extra_options.setdefault("DefaultTensorType", onnx.TensorProto.FLOAT)
+        elif config.per_channel and quant_format == QuantFormat.QDQ:
+            # LayerNormalization weights are 1-D, so onnxruntime's default per-channel axis (1) is out of range:
+            # it logs that once per node and falls back to per-tensor. Axis 0 quantizes them per element instead,
+            # with no log noise.
+            extra_options.setdefault("QDQOpTypePerChannelSupportToAxis", {"LayerNormalization": 0})
 
         precision = Precision(_value(config, "precision") or Precision.INT8)
         if is_static and quant_format == QuantFormat.QOPERATOR and _value(config, "activation_type") == Precision.INT8:
