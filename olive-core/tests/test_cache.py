@@ -197,6 +197,62 @@ def test_two_concurrent_runs_share_one_cache_safely(tmp_path: Path) -> None:
     assert not list((tmp_path / "cache" / "tmp").iterdir())
 
 
+def test_a_run_another_process_is_doing_is_waited_for_and_reused(tmp_path: Path) -> None:
+    log = tmp_path / "runs.log"
+    data = base_workflow(tmp_path, passes={"add": {"type": "AddMatMuls", "n": 1, "marker": "slow"}})
+    first_config, second_config = tmp_path / "wf0.json", tmp_path / "wf1.json"
+    first_config.write_text(json.dumps({**data, "output_dir": str(tmp_path / "out0")}))
+    second_config.write_text(json.dumps({**data, "output_dir": str(tmp_path / "out1")}))
+    env = {"OLIVE_TEST_SLEEP": "slow:2", "OLIVE_TEST_RUN_LOG": str(log)}
+    first = _subprocess_run(first_config, env)
+    deadline = time.monotonic() + 60
+    while not _ran(log):  # the first run is inside the pass, holding its lock
+        assert first.poll() is None, first.communicate()
+        assert time.monotonic() < deadline, "the first run did not reach the pass"
+        time.sleep(0.05)
+    second = _subprocess_run(second_config, env)
+    for proc in (first, second):
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    assert len(_ran(log)) == 1  # the second waited for the first's entry instead of redoing the run
+    assert (tmp_path / "out0" / "model.onnx").read_bytes() == (tmp_path / "out1" / "model.onnx").read_bytes()
+
+
+def test_locks_exclude_across_processes_and_shared_holders_coexist(tmp_path: Path) -> None:
+    store = CacheStore(tmp_path / "cache")
+    events = tmp_path / "events"
+    holder = (
+        "import sys, time; from pathlib import Path; from olive.cache.store import CacheStore\n"
+        "store, events, shared = CacheStore(sys.argv[1]), Path(sys.argv[2]), sys.argv[3] == 'shared'\n"
+        "with store.lock('host-x', shared=shared):\n"
+        "    with events.open('a') as f: f.write(sys.argv[4] + '-in\\n')\n"
+        "    time.sleep(1)\n"
+        "    with events.open('a') as f: f.write(sys.argv[4] + '-out\\n')\n"
+    )
+
+    def start(mode: str, name: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", holder, str(store.root), str(events), mode, name])
+
+    def wait_for(line: str) -> None:
+        deadline = time.monotonic() + 60
+        while not (events.exists() and line in events.read_text().split()):
+            assert time.monotonic() < deadline, events.read_text() if events.exists() else "no events"
+            time.sleep(0.02)
+
+    readers = [start("shared", "r1")]
+    wait_for("r1-in")
+    readers.append(start("shared", "r2"))
+    wait_for("r2-in")  # a second shared holder gets in while the first holds it
+    assert "r1-out" not in events.read_text().split()
+    writer = start("exclusive", "w")
+    for proc in [*readers, writer]:
+        assert proc.wait(timeout=60) == 0
+    lines = events.read_text().split()
+    # The exclusive holder got in only after both shared holders left.
+    assert lines.index("w-in") > max(lines.index("r1-out"), lines.index("r2-out"))
+    assert lines[-1] == "w-out"
+
+
 def test_the_accelerator_is_in_the_key_only_of_passes_that_depend_on_it(tmp_path: Path, run_log: Path) -> None:
     def run(device: str) -> None:
         data = base_workflow(

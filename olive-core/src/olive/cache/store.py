@@ -6,12 +6,16 @@ Layout under the cache folder::
     runs/<k[:2]>/<k>/         one finished pass run: run.json plus the output model files
     evals/<k[:2]>/<k>.json    one evaluation result
     tmp/<pid>-<k>-<rand>/     a run in progress; renamed into runs/ when it finishes
+    locks/                    lock files: one per pass run in progress, one per host for timing metrics
 
 A key is the full sha256 of everything the result depends on (see ``olive.engine.keys``). A run is
 written into ``tmp/`` and renamed into place in one ``os.rename``, so a reader sees a finished entry or
 nothing; a run killed half-way leaves only a ``tmp/`` folder, which a later run removes once its
-process is gone. Two processes that finish the same run race on the rename; the loser drops its copy
-and uses the winner's, which holds the same content.
+process is gone. Workers that may reach the same run at once (a parallel search) take the run's lock
+(:meth:`CacheStore.run_lock`, an ``flock`` on a file under ``locks/``, released by the kernel when its
+process dies) and look the key up again once they hold it, so the second waits and reuses the first's
+entry instead of redoing it. Without the lock, two processes that finish the same run race on the rename;
+the loser drops its copy and uses the winner's, which holds the same content.
 """
 
 from __future__ import annotations
@@ -89,7 +93,7 @@ class CacheStore:
     def ensure(self) -> None:
         if self._ensured:
             return
-        for sub in ("runs", "evals", "tmp"):
+        for sub in ("runs", "evals", "tmp", "locks"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         marker = self.root / MARKER
         if not marker.exists():
@@ -154,6 +158,34 @@ class CacheStore:
             shutil.rmtree(tmp, ignore_errors=True)
             if not (final / "run.json").is_file():
                 raise
+
+    @contextlib.contextmanager
+    def run_lock(self, key: str) -> Iterator[None]:
+        """Hold the lock of run ``key`` (waits while another process holds it)."""
+        with self.lock(f"run-{key[:32]}"):
+            yield
+
+    @contextlib.contextmanager
+    def lock(self, name: str, shared: bool = False) -> Iterator[None]:
+        """An advisory lock shared by every process using this cache folder (``flock`` on ``locks/<name>``).
+
+        ``shared=True`` takes it in shared mode: many holders at once, none while an exclusive holder has it.
+        Where ``flock`` does not exist (Windows) this does not lock.
+        """
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not on POSIX
+            yield
+            return
+        self.ensure()
+        path = self.root / "locks" / f"{name}.lock"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a") as handle:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
     # ------------------------------------------------------------------------------------------
     # Evaluations

@@ -10,5 +10,9 @@ A run, in order (``olive.workflows.run``):
 4. ``engine.outputs.write_outputs`` writes the model, ``model_config.json``, ``metrics.json``,
    ``footprint.json`` and ``run_history.txt``, then any registered output writer.
 
+With ``search_strategy.executor`` other than ``sequential``, step 3 hands each search point to a worker
+as a trial (``engine.trial.run_trial``: the pass chain through the shared cache, then the evaluation) on
+local processes or Ray (``engine.executors``); the engine records the results as if it had run them.
+
 Observer hooks fire around the workflow, each pass run (``cached=True`` for cache hits) and each evaluation.
 """

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from olive.engine.hooks import fire
 from olive.engine.keys import config_json, run_key
 from olive.engine.output import FootprintNode, WorkflowOutput
+from olive.engine.trial import execute_pass, model_from_record
 from olive.exceptions import OliveError, PassConfigError, PassRunError, WorkflowConfigError
 
 if TYPE_CHECKING:
@@ -92,6 +93,7 @@ class Engine:
         self._stopped_by: str | None = None
         self._start = time.monotonic()
         self._script_hashes: dict[Path, str] = {}
+        self._trial_executor: Any = None
 
     # ----------------------------------------------------------------------------------------------
     def run(self) -> WorkflowOutput:
@@ -113,13 +115,18 @@ class Engine:
             self._thresholds = resolve_goals(self.evaluator.metrics, self._results.get(INPUT_MODEL_ID))
 
         strategy = self.workflow.search_strategy
+        finished = False
         try:
             if strategy is not None and strategy.execution_order == "pass-by-pass":
                 self._search_pass_by_pass()
             else:
                 self._search_joint()
+            finished = True
         finally:
             self.progress.stop()
+            if self._trial_executor is not None:
+                # On Ctrl-C or an error, running trials are stopped; finished ones are in the cache.
+                self._trial_executor.close(cancel=not finished)
         return self._finish()
 
     # ----------------------------------------------------------------------------------------------
@@ -174,6 +181,15 @@ class Engine:
         sampler = self._sampler(space)
         searching = self.workflow.search_enabled
         self.progress.start("search" if searching else "run", self._total(space.size()))
+        if self._parallel():
+            keys = [plan.key for plan in self.plans]
+            self._drive(
+                self._executor(),
+                sampler,
+                lambda point: self._request(INPUT_MODEL_ID, keys, point),
+                lambda point, result: self._integrate(INPUT_MODEL_ID, point, result, candidate=True),
+            )
+            return
         samples = 0
         while self._limits_hit(samples) is None:
             point = sampler.suggest()
@@ -200,7 +216,23 @@ class Engine:
             self.progress.start(f"search {plan.key}", self._total(space.size()))
             step: list[FootprintNode] = []
             samples = 0
-            while self._limits_hit(samples) is None:
+            if self._parallel():
+
+                def integrate(
+                    point: dict[str, Any], result: dict[str, Any], parent: str = current, found: list = step
+                ) -> tuple:
+                    node, status = self._integrate(parent, point, result, candidate=False)
+                    if node is not None and status == "ok":
+                        found.append(node)
+                    return node, status
+
+                self._drive(
+                    self._executor(),
+                    sampler,
+                    lambda point, parent=current, key=plan.key: self._request(parent, [key], point),
+                    integrate,
+                )
+            while not self._parallel() and self._limits_hit(samples) is None:
                 point = sampler.suggest()
                 if point is None:
                     break
@@ -227,6 +259,200 @@ class Engine:
                     node.meets_goals = self._meets(node)
             ranked = self._rank(step)
             current = ranked[0].model_id
+
+    # ----------------------------------------------------------------------------------------------
+    # Parallel trials (search_strategy.executor other than sequential)
+    # ----------------------------------------------------------------------------------------------
+    def _parallel(self) -> bool:
+        strategy = self.workflow.search_strategy
+        executor = getattr(strategy, "executor", None)
+        return executor is not None and executor.type != "sequential"
+
+    def _executor(self) -> Any:
+        """The search's trial executor, started on first use and closed when the run ends."""
+        if self._trial_executor is not None:
+            return self._trial_executor
+        import uuid
+
+        from olive.engine.executors import create_executor
+        from olive.engine.trial import TrialContext
+
+        input_model, input_hash = self._models[INPUT_MODEL_ID]
+        context = TrialContext(
+            context_id=uuid.uuid4().hex,
+            workflow=self.workflow,
+            plans=self.plans,
+            accelerator=self.accelerator,
+            execution_providers=self.execution_providers,
+            cache_root=str(self.cache.root),
+            evaluation_cache=self.evaluator is not None and self.evaluator.cache is not None,
+            input_model_json=input_model.to_json(),
+            input_hash=input_hash,
+            pass_identities=TrialContext.identities_of(self.plans),
+        )
+        self._trial_executor = create_executor(self.workflow.search_strategy.executor, context)
+        return self._trial_executor
+
+    def _request(self, parent_id: str, plan_keys: list[str], point: dict[str, Any]) -> Any:
+        from olive.engine.trial import TrialRequest
+
+        model, model_hash = self._models[parent_id]
+        return TrialRequest(model.to_json(), model_hash, plan_keys, point, evaluate=self.evaluator is not None)
+
+    def _room(self, samples: int, in_flight: int) -> bool:
+        """Whether one more trial may start while ``in_flight`` others (each may count) are unfinished."""
+        strategy = self.workflow.search_strategy
+        if strategy.max_samples and samples + in_flight >= strategy.max_samples:
+            return False
+        if strategy.max_iter is not None and self._sample_count + in_flight >= strategy.max_iter:
+            return False
+        if strategy.max_time is not None and time.monotonic() - self._start >= strategy.max_time:
+            self._stopped_by = f"max_time={strategy.max_time:g}s"
+            return False
+        return True
+
+    def _drive(self, executor: Any, sampler: Any, make_request: Any, integrate: Any) -> None:
+        """Hand points to ``executor`` and take in their results in the order the sampler gave the points.
+
+        At most ``executor.capacity`` trials are unfinished at once, and never more than the limits leave
+        room for, so a search runs the same points as a sequential one (pruned points do not count and
+        free their slot). Trials already running when the goals are met or ``max_time`` passes finish and
+        are recorded.
+        """
+        from collections import deque
+
+        queue: deque[tuple[int, dict[str, Any]]] = deque()
+        done: dict[int, dict[str, Any]] = {}
+        samples = 0
+        exhausted = stopped = False
+        while True:
+            while not (exhausted or stopped) and len(queue) < executor.capacity and self._room(samples, len(queue)):
+                point = sampler.suggest()
+                if point is None:
+                    exhausted = True
+                    break
+                queue.append((executor.submit(make_request(point)), point))
+            if not queue:
+                break
+            if queue[0][0] not in done:
+                trial_id, result = executor.next_result()
+                done[trial_id] = result
+                continue
+            trial_id, point = queue.popleft()
+            node, status = integrate(point, done.pop(trial_id))
+            if status == "pruned":
+                sampler.report(point, None, pruned=True)
+                continue
+            samples += 1
+            self._sample_count += 1
+            sampler.report(point, self._objective_value(node), failed=status == "failed")
+            self.progress.advance(status if node is None else f"{node.model_id}: {status}")
+            if self._stop_for_goals(node):
+                stopped = True
+        if not (exhausted or stopped):
+            self._limits_hit(samples)  # records which limit ended the search
+
+    def _integrate(
+        self, parent_id: str, point: dict[str, Any], result: dict[str, Any], candidate: bool
+    ) -> tuple[FootprintNode | None, str]:
+        """Record a trial's result as ``_run_chain`` / ``_run_step`` would have: nodes, hooks, evaluation."""
+        by_key = {plan.key: plan for plan in self.plans}
+        node: FootprintNode | None = None
+        steps = result.get("steps") or []
+        if result.get("error") or not steps:
+            return self._trial_failed(parent_id, point, result.get("error") or "the trial returned nothing"), "failed"
+        for step in steps:
+            plan = by_key[step["pass_key"]]
+            alternative, _ = plan.decode(point[plan.key])
+            pass_name = alternative.pass_class.pass_name()
+            if step["status"] == "pruned":
+                return self._pruned(plan.key, pass_name, parent_id, step["config"], step["error"]), "pruned"
+            node, status = self._record_step(plan.key, alternative.pass_class, parent_id, step)
+            if status != "ok":
+                return node, status
+            parent_id = node.model_id
+        if node is None:
+            return None, "failed"
+        if candidate:
+            node.is_candidate = True
+        evaluation = result.get("evaluation")
+        if evaluation is not None and node.model_id not in self._results:
+            if evaluation.get("error"):
+                self._evaluation_failed(node, evaluation["error"])
+            else:
+                where = dict(evaluation.get("where") or {})
+                self._record_evaluation(
+                    node, evaluation["metrics"], evaluation["duration"], evaluation["cached"], where
+                )
+        if candidate and self._thresholds:
+            node.meets_goals = self._meets(node)
+        return node, "ok"
+
+    def _record_step(
+        self, pass_key: str, pass_class: Any, parent_id: str, step: dict[str, Any]
+    ) -> tuple[FootprintNode, str]:
+        key = step["key"]
+        seen = self._runs.get((pass_key, key))
+        if seen is not None:
+            return seen, seen.status
+        pass_name = pass_class.pass_name()
+        parent_model = self._models[parent_id][0]
+        node = FootprintNode(
+            model_id=f"{pass_key}-{key[:12]}",
+            parent_model_id=parent_id,
+            pass_key=pass_key,
+            pass_name=pass_name,
+            config=step["config"],
+            pass_distribution=pass_class._olive_distribution,
+            pass_version=pass_class._olive_distribution_version or pass_class._version,
+        )
+        self._runs[(pass_key, key)] = node
+        self.footprint.append(node)
+        cfg_json = step["config"]
+        # The pass ran in a worker; its hooks fire here, in order, once the result is in.
+        fire("olive_pass_start", pass_key=pass_key, pass_name=pass_name, config=cfg_json, input_model=parent_model)
+        output_model = model_from_record(step["record"]) if step["status"] == "ok" else None
+        error = PassRunError(step["error"]) if step["status"] != "ok" else None
+        fire(
+            "olive_pass_end",
+            pass_key=pass_key,
+            pass_name=pass_name,
+            config=cfg_json,
+            input_model=parent_model,
+            output_model=output_model,
+            cached=step["cached"],
+            error=error,
+            duration_s=step["duration"],
+        )
+        node.cached = step["cached"]
+        node.timings["run"] = 0.0 if node.cached else round(step["duration"], 6)
+        if node.cached:
+            node.timings["original_run"] = float(step["record"].get("duration_s", 0.0))
+        if error is not None:
+            node.status, node.error = "failed", step["error"]
+            logger.warning("Pass '%s' (%s) failed: %s", pass_key, pass_name, node.error)
+            return node, "failed"
+        node.model_path = output_model.model_path
+        node.model_json = output_model.to_json()
+        self._models[node.model_id] = (output_model, step["record"]["output_hash"])
+        return node, "ok"
+
+    def _trial_failed(self, parent_id: str, point: dict[str, Any], error: str) -> FootprintNode:
+        """A trial whose worker died (twice) or raised outside any pass: one failed node for the point."""
+        from olive.engine.keys import digest
+
+        last = self.plans[-1].key if len(point) > 1 or not point else next(iter(point))
+        node = FootprintNode(
+            model_id=f"{last}-trial-{digest({'parent': parent_id, 'point': point})[:12]}",
+            parent_model_id=parent_id,
+            pass_key=last,
+            config={"point": point},
+            status="failed",
+            error=error,
+        )
+        self.footprint.append(node)
+        logger.warning("A trial failed: %s", error)
+        return node
 
     def _stop_for_goals(self, node: FootprintNode | None) -> bool:
         strategy = self.workflow.search_strategy
@@ -303,14 +529,13 @@ class Engine:
         self.footprint.append(node)
         fire("olive_pass_start", pass_key=pass_key, pass_name=pass_name, config=cfg_json, input_model=parent_model)
         start = time.perf_counter()
-        record = self.cache.get_run(key)
-        cached = record is not None
+        record: dict[str, Any] | None = None
+        cached = False
         error: BaseException | None = None
         output_model = None
         try:
-            if record is None:
-                record = self._execute(pass_class, config, parent_model, key, pass_name, cfg_json)
-            output_model = _model_from_record(record)
+            record, cached = execute_pass(self.cache, self.accelerator, pass_class, config, parent_model, key)
+            output_model = model_from_record(record)
         except Exception as exc:  # a pass may raise anything; it is recorded, not propagated, during a search
             error = exc
         duration = time.perf_counter() - start
@@ -345,45 +570,6 @@ class Engine:
         self._models[model_id] = (output_model, record["output_hash"])
         return node, "ok"
 
-    def _execute(self, pass_class: Any, config: Any, model: Any, key: str, pass_name: str, cfg_json: dict) -> dict:
-        from olive.cache.store import hash_model
-
-        with self.cache.new_run(key) as tmp:
-            output_dir = tmp / "output"
-            start = time.perf_counter()
-            instance = pass_class(self.accelerator, config)
-            output_model = instance.run(model, str(output_dir))
-            duration = time.perf_counter() - start
-            model_json = output_model.to_json()
-            fields = model_json.get("config") or {}
-            raw_path = fields.get("model_path")
-            if raw_path is not None:
-                raw = Path(raw_path).resolve()
-                if raw == tmp or tmp in raw.parents:
-                    fields["model_path"] = None
-                    fields["model_path_rel"] = str(raw.relative_to(tmp))
-                elif not raw.exists():
-                    raise PassRunError(f"pass {pass_name} returned a model at '{raw}', which does not exist")
-            record = {
-                "key": key,
-                "pass_name": pass_name,
-                "distribution": pass_class._olive_distribution,
-                "version": pass_class._olive_distribution_version or pass_class._version,
-                "config": cfg_json,
-                "accelerator": str(self.accelerator),
-                "model": model_json,
-                "output_hash": hash_model(output_model),
-                "duration_s": round(duration, 6),
-                "created": time.time(),
-            }
-            import json
-
-            (tmp / "run.json").write_text(json.dumps(record, indent=1, sort_keys=True, default=str))
-        stored = self.cache.get_run(key)
-        if stored is None:  # pragma: no cover - new_run raises instead
-            raise PassRunError(f"cache entry for pass {pass_name} vanished after writing it")
-        return stored
-
     def _pruned(self, pass_key: str, pass_name: str, parent_id: str, config: Any, reason: str) -> FootprintNode:
         from olive.engine.keys import digest
 
@@ -415,18 +601,30 @@ class Engine:
         reference, reference_hash = self._models[INPUT_MODEL_ID]
         start = time.perf_counter()
         try:
-            result, cached = self.evaluator.evaluate(model, model_hash, reference, reference_hash)
+            result, cached, where = self.evaluator.evaluate(model, model_hash, reference, reference_hash)
         except OliveError as exc:
             if node.model_id == INPUT_MODEL_ID or not self.workflow.search_enabled:
                 raise
-            node.status, node.error = "failed", f"evaluation: {exc}"
-            logger.warning("Evaluating %s failed: %s", node.model_id, exc)
+            self._evaluation_failed(node, str(exc))
             return
-        node.timings["evaluate"] = round(time.perf_counter() - start, 6)
+        self._record_evaluation(node, result_to_json(result), time.perf_counter() - start, cached, where)
+
+    def _evaluation_failed(self, node: FootprintNode, error: str) -> None:
+        node.status, node.error = "failed", f"evaluation: {error}"
+        logger.warning("Evaluating %s failed: %s", node.model_id, error)
+
+    def _record_evaluation(
+        self, node: FootprintNode, metrics: dict[str, Any], duration: float, cached: bool, where: dict[str, Any]
+    ) -> None:
+        from olive.engine.evaluation import result_from_json
+
+        node.timings["evaluate"] = round(duration, 6)
         node.timings["evaluation_cached"] = float(cached)
-        node.metrics = result_to_json(result)
-        self._results[node.model_id] = result
-        fire("olive_evaluation_end", model_id=node.model_id, model=model, metrics=node.metrics)
+        # Where timing metrics were measured (host, and whether nothing else of the run used it meanwhile).
+        node.timings.update(where)
+        node.metrics = metrics
+        self._results[node.model_id] = result_from_json(metrics)
+        fire("olive_evaluation_end", model_id=node.model_id, model=self._models[node.model_id][0], metrics=node.metrics)
 
     def _meets(self, node: FootprintNode) -> bool:
         from olive.evaluator.goals import meets_goals
@@ -508,14 +706,3 @@ class Engine:
                 return output
         output.best = self._rank(pool)[0]
         return output
-
-
-def _model_from_record(record: dict[str, Any]) -> Any:
-    from olive.model.handler import OliveModelHandler
-
-    model_json = {**record["model"], "config": dict(record["model"].get("config") or {})}
-    fields = model_json["config"]
-    rel = fields.pop("model_path_rel", None)
-    if rel is not None:
-        fields["model_path"] = str(Path(record["entry_dir"]) / rel)
-    return OliveModelHandler.from_json(model_json)

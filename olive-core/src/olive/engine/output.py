@@ -14,7 +14,8 @@ class FootprintNode:
 
     ``status`` is ``"ok"``, ``"failed"`` (``error`` says why) or ``"pruned"`` (``validate_config`` said no).
     ``timings`` holds seconds: ``run`` (0 for a cache hit), ``evaluate``; ``cached`` says whether the pass
-    run came from the cache.
+    run came from the cache. When latency or throughput was measured it also holds ``measured_on`` (the
+    host name) and ``measured_alone`` (True when no other trial worked on that host meanwhile).
     """
 
     model_id: str
@@ -26,7 +27,7 @@ class FootprintNode:
     is_pareto: bool = False
     status: str = "ok"
     error: str | None = None
-    timings: dict[str, float] = attrs.Factory(dict)
+    timings: dict[str, Any] = attrs.Factory(dict)
     model_path: str | None = None
     model_json: dict[str, Any] | None = None
     cached: bool = False

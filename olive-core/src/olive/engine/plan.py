@@ -46,27 +46,24 @@ class PassAlternative:
 
         ``Pass.generate_config`` resolves the whole config (and checks every search value) on each call;
         a search calls this once per point, so the resolution is kept and only the point's values are
-        checked. A point that does not name every searched param takes the general path.
+        checked.
         """
-        from olive.passes.olive_pass import _check_value
-
         resolved = self._resolved.get(accelerator)
         if resolved is None:
-            config_class, fixed, search = self.pass_class.get_config_params(
-                accelerator, self.config, self.disable_search, self.spec.key
-            )
+            triple = self.pass_class.get_config_params(accelerator, self.config, self.disable_search, self.spec.key)
             declared = self.pass_class.default_config(accelerator)
-            resolved = self._resolved[accelerator] = (config_class, fixed, search, declared)
-        config_class, fixed, search, declared = resolved
-        if set(point) != set(search):
-            return self.pass_class.generate_config(
-                accelerator, self.config, point=point, disable_search=self.disable_search, pass_key=self.spec.key
-            )
-        owner = f"pass '{self.spec.key}' ({self.pass_class.pass_name()})"
-        values = dict(fixed)
-        for name, value in point.items():
-            values[name] = _check_value(owner, name, value, declared[name], disable_search=True)
-        return config_class(**values)
+            resolved = self._resolved[accelerator] = (triple, declared)
+        triple, declared = resolved
+        return self.pass_class.config_for_point(accelerator, triple, point, pass_key=self.spec.key, declared=declared)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The resolved config class is made at run time and cannot be pickled; a worker resolves it again.
+        return {field.name: getattr(self, field.name) for field in attrs.fields(type(self)) if field.init}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "_resolved", {})
 
 
 class AlternativesSpace:

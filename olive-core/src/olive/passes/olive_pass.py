@@ -314,13 +314,33 @@ class Pass(ABC):
 
         Searched params missing from ``point`` take their ``default_value``.
         """
-        config_class, fixed, search = cls.get_config_params(accelerator_spec, config, disable_search, pass_key)
+        resolved = cls.get_config_params(accelerator_spec, config, disable_search, pass_key)
+        return cls.config_for_point(accelerator_spec, resolved, point, pass_key=pass_key)
+
+    @classmethod
+    def config_for_point(
+        cls,
+        accelerator_spec: AcceleratorSpec,
+        resolved: tuple[type[BasePassConfig], Mapping[str, Any], Mapping[str, SearchParameter]],
+        point: Mapping[str, Any] | None = None,
+        pass_key: str | None = None,
+        declared: Mapping[str, PassConfigParam] | None = None,
+    ) -> BasePassConfig:
+        """The config for ``point`` from an already resolved ``(config_class, fixed, search)`` triple.
+
+        ``resolved`` is what :meth:`get_config_params` returned; a search resolves it once and calls this
+        for each point, checking only the point's values. Searched params missing from ``point`` take their
+        ``default_value``. ``declared`` is :meth:`default_config` for ``accelerator_spec`` when the caller
+        already has it.
+        """
+        config_class, fixed, search = resolved
         owner = f"pass '{pass_key}' ({cls.pass_name()})" if pass_key else f"pass {cls.pass_name()}"
         point = dict(point or {})
         for key in point:
             if key not in search and key not in fixed:
                 raise PassConfigError(f"{owner}: search point has unknown param '{key}'")
-        declared = cls.default_config(accelerator_spec)
+        if declared is None:
+            declared = cls.default_config(accelerator_spec)
         values = dict(fixed)
         values.update({k: v for k, v in point.items() if k in search or k in fixed})
         missing = [name for name in search if name not in point]

@@ -5,6 +5,11 @@ single pass in pass-by-pass order). The engine asks ``suggest()`` for the next p
 with ``report(point, objective)``; ``suggest()`` returns None once the sampler has nothing new to offer.
 Points that ``validate_config`` prunes are reported with ``pruned=True``; they do not count as samples.
 
+With a parallel executor (``search_strategy.executor``) the engine calls ``suggest()`` several times before
+the first ``report()``: up to the executor's ``max_pending`` points are out at once, and results come back
+in the order the points were suggested. A sampler must therefore accept several pending points; the
+built-ins do (``tpe`` keeps one open optuna trial per pending point).
+
 Built in: ``sequential`` (enumeration order), ``random`` (a seeded permutation, no repeats) and ``tpe``
 (optuna's TPE through its ask/tell interface; optuna is imported only when this sampler is used). A plugin
 adds one through the ``olive_register_samplers`` hook::

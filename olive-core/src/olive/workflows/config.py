@@ -62,6 +62,8 @@ INPUT_MODEL_FIELDS = (
 PASS_RESERVED_KEYS = ("type", "config", "user_script", "script_dir", "disable_search")
 SAMPLERS = ("sequential", "random", "tpe")
 EXECUTION_ORDERS = ("joint", "pass-by-pass")
+EXECUTOR_TYPES = ("sequential", "process", "ray")
+START_METHODS = ("fork", "forkserver", "spawn")
 _OLD_ALGORITHMS = {"exhaustive": "sequential", "random": "random", "tpe": "tpe"}
 SEARCH_KEYS = (
     "execution_order",
@@ -72,6 +74,7 @@ SEARCH_KEYS = (
     "stop_when_goals_met",
     "max_iter",
     "max_time",
+    "executor",
     "search_algorithm",
     "search_algorithm_config",
     "output_model_num",
@@ -185,6 +188,26 @@ class PassSpec:
 
 
 @attrs.frozen
+class ExecutorConfig:
+    """Where search trials run (``search_strategy.executor``).
+
+    - ``sequential`` (default): one after another in this process.
+    - ``process``: ``max_workers`` local worker processes (default: one per CPU); ``start_method`` ``fork``
+      (default where available: workers inherit in-process passes), ``forkserver`` or ``spawn``.
+    - ``ray``: Ray tasks; ``address`` ``"auto"``, ``"ray://host:port"`` or null (start a local Ray);
+      ``num_cpus_per_trial`` CPUs Ray reserves per trial. Needs ``olive-core[ray]``.
+    - ``max_pending``: trials handed out before their results are in (default: twice the workers).
+    """
+
+    type: str = "sequential"
+    max_workers: int | None = None
+    address: str | None = None
+    num_cpus_per_trial: float = 1
+    max_pending: int | None = None
+    start_method: str | None = None
+
+
+@attrs.frozen
 class SearchStrategyConfig:
     """How to search (present iff the workflow has ``search_strategy``).
 
@@ -195,6 +218,7 @@ class SearchStrategyConfig:
       INVALID points do not count.
     - ``max_iter``: points run in the whole workflow; ``max_time``: seconds after which no new point starts.
     - ``stop_when_goals_met``: stop a search at the first model that meets every goal.
+    - ``executor``: where trials run (:class:`ExecutorConfig`); results do not depend on it.
     """
 
     execution_order: str = "joint"
@@ -205,6 +229,7 @@ class SearchStrategyConfig:
     stop_when_goals_met: bool = False
     max_iter: int | None = None
     max_time: float | None = None
+    executor: ExecutorConfig = attrs.Factory(ExecutorConfig)
 
 
 @attrs.frozen
@@ -646,7 +671,34 @@ class _Parser:
             if max_time < 0:
                 raise _fail(f"{path}.max_time", "must be zero or more seconds")
             kwargs["max_time"] = float(max_time)
+        if value.get("executor") is not None:
+            kwargs["executor"] = self.executor(value["executor"], f"{path}.executor")
         return SearchStrategyConfig(**kwargs)
+
+    def executor(self, value: Any, path: str) -> ExecutorConfig:
+        if isinstance(value, str):
+            value = {"type": value}
+        _expect(value, dict, path, 'an object like {"type": "process", "max_workers": 2}')
+        kind = _choice(value.get("type", "sequential"), EXECUTOR_TYPES, f"{path}.type")
+        allowed = {"sequential": ("type",), "process": ("type", "max_workers", "max_pending", "start_method")}
+        allowed["ray"] = ("type", "address", "num_cpus_per_trial", "max_pending")
+        _check_keys(value, allowed[kind], path)
+        kwargs: dict[str, Any] = {"type": kind}
+        for name in ("max_workers", "max_pending"):
+            if value.get(name) is not None:
+                kwargs[name] = self.nonneg_int(value[name], f"{path}.{name}")
+                if kwargs[name] == 0:
+                    raise _fail(f"{path}.{name}", "must be 1 or more")
+        if value.get("start_method") is not None:
+            kwargs["start_method"] = _choice(value["start_method"], START_METHODS, f"{path}.start_method")
+        if value.get("address") is not None:
+            kwargs["address"] = _expect(value["address"], str, f"{path}.address", '"auto", "ray://host:port" or null')
+        if value.get("num_cpus_per_trial") is not None:
+            cpus = _expect(value["num_cpus_per_trial"], (int, float), f"{path}.num_cpus_per_trial", "a number")
+            if cpus <= 0:
+                raise _fail(f"{path}.num_cpus_per_trial", "must be more than 0")
+            kwargs["num_cpus_per_trial"] = cpus
+        return ExecutorConfig(**kwargs)
 
     @staticmethod
     def nonneg_int(value: Any, path: str) -> int:

@@ -68,6 +68,12 @@ def _accelerator(workflow: WorkflowConfig) -> tuple[AcceleratorSpec, list[str]]:
     return AcceleratorSpec(accelerator.device, providers[0]), providers
 
 
+def strategy_executor(workflow: WorkflowConfig) -> str:
+    """The type of executor the workflow's search runs its trials on."""
+    strategy = workflow.search_strategy
+    return strategy.executor.type if strategy is not None else "sequential"
+
+
 def prepare(config_or_path: Any, **overrides: Any) -> PreparedWorkflow:
     """Validate the workflow and resolve every pass config; raises before anything runs."""
     from olive.engine.plan import resolve_plan
@@ -77,6 +83,20 @@ def prepare(config_or_path: Any, **overrides: Any) -> PreparedWorkflow:
     workflow = load_workflow_config(config_or_path, **overrides)
     accelerator, providers = _accelerator(workflow)
     plans = resolve_plan(workflow, accelerator)
+    from olive.engine.evaluation import check_evaluator
+
+    check_evaluator(workflow)
+    if strategy_executor(workflow) == "ray":
+        import importlib.util
+
+        from olive.engine.executors import RAY_MISSING
+
+        try:
+            found = importlib.util.find_spec("ray") is not None
+        except ValueError:  # a module set to None in sys.modules: imports of it fail
+            found = False
+        if not found:
+            raise WorkflowConfigError(RAY_MISSING)
     strategy = workflow.search_strategy
     if strategy is not None and strategy.sampler not in BUILTIN_SAMPLERS:
         from olive.exceptions import closest_match_hint
@@ -132,6 +152,7 @@ def execute(prepared: PreparedWorkflow, show_progress: bool = False) -> Workflow
             prepared.execution_providers,
             None if workflow.clean_evaluation_cache else cache,
             workflow.user_script,
+            lock_cache=cache,
         )
     fire("olive_workflow_start", workflow=workflow)
     output = None

@@ -1,0 +1,325 @@
+"""Where search trials run: a local process pool, or Ray tasks on one machine or a cluster.
+
+``search_strategy.executor`` picks one (``sequential``, the default, runs trials in the engine's own
+process and never reaches this module). An executor takes :class:`~olive.engine.trial.TrialRequest` s
+through ``submit()`` and hands back ``(trial_id, result)`` pairs from ``next_result()`` as trials finish.
+
+A worker that dies in the middle of a trial (killed, out of memory) is replaced and the trial retried once;
+if it dies again the trial's result says so (``{"error": ...}``) and the search goes on.
+
+Local workers are forked by default, so they inherit the engine's pass registry, including passes
+registered in-process (tests, notebooks) and plugin passes; ``start_method: "spawn"`` or
+``"forkserver"`` sends them the pickled search instead (passes must then be importable by module name).
+Ray workers always receive the pickled search: passes must be installed on every node.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+from abc import ABC, abstractmethod
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from olive.exceptions import OliveError, WorkflowConfigError
+
+if TYPE_CHECKING:
+    from olive.engine.trial import TrialContext, TrialRequest
+    from olive.workflows.config import ExecutorConfig
+
+logger = logging.getLogger(__name__)
+
+RAY_MISSING = (
+    "search_strategy.executor: the 'ray' executor needs Ray, which is not installed; "
+    "install it with: pip install 'olive-core[ray]'"
+)
+
+
+class TrialExecutor(ABC):
+    """Runs trials somewhere else than the engine's process."""
+
+    #: how many trials may be unfinished at once (the engine submits no more)
+    capacity: int = 1
+
+    @abstractmethod
+    def submit(self, request: TrialRequest) -> int:
+        """Start (or queue) a trial; returns its id."""
+
+    @abstractmethod
+    def next_result(self) -> tuple[int, dict[str, Any]]:
+        """Wait for any submitted trial to finish; returns ``(trial_id, result)``."""
+
+    @abstractmethod
+    def close(self, cancel: bool = False) -> None:
+        """Stop the workers; ``cancel`` stops running trials instead of letting the pool drain."""
+
+
+def _safe_trial(context: TrialContext, request: TrialRequest) -> dict[str, Any]:
+    from olive.engine.trial import run_trial, worker_name
+
+    try:
+        return run_trial(context, request)
+    except Exception as exc:  # anything outside a pass (which run_trial records) ends this trial only
+        return {"steps": [], "evaluation": None, "worker": worker_name(), "error": f"{type(exc).__name__}: {exc}"}
+
+
+# --------------------------------------------------------------------------------------------------
+# Local processes
+# --------------------------------------------------------------------------------------------------
+def _worker_main(conn: Any, context: TrialContext) -> None:
+    # Ctrl-C reaches every process of the terminal's group; the engine decides, and stops the workers.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        conn.send(_safe_trial(context, message))
+
+
+class _Worker:
+    def __init__(self, mp: Any, context: TrialContext):
+        self.conn, child = mp.Pipe()
+        self.process = mp.Process(target=_worker_main, args=(child, context), daemon=True)
+        self.process.start()
+        child.close()
+        self.current: tuple[int, Any, int] | None = None  # (trial id, request, attempt)
+
+
+class ProcessExecutor(TrialExecutor):
+    """``{"type": "process", "max_workers": N}``: N local worker processes, each running one trial at a time."""
+
+    def __init__(
+        self,
+        context: TrialContext,
+        max_workers: int,
+        max_pending: int | None = None,
+        start_method: str | None = None,
+        retries: int = 1,
+    ):
+        import multiprocessing
+
+        method = start_method or ("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+        self._mp = multiprocessing.get_context(method)
+        self.context = context
+        self.max_workers = max(1, int(max_workers))
+        self.capacity = max(self.max_workers, int(max_pending or 2 * self.max_workers))
+        self.retries = retries
+        self._workers: list[_Worker] = []
+        self._backlog: deque[tuple[int, Any, int]] = deque()
+        self._results: deque[tuple[int, dict[str, Any]]] = deque()
+        self._next_id = 0
+
+    @property
+    def worker_pids(self) -> list[int]:
+        """The pids of the live workers (for tools and tests that watch them)."""
+        return [w.process.pid for w in self._workers if w.process.is_alive()]
+
+    def submit(self, request: TrialRequest) -> int:
+        self._next_id += 1
+        self._backlog.append((self._next_id, request, 0))
+        self._dispatch()
+        return self._next_id
+
+    def _dispatch(self) -> None:
+        for worker in [w for w in self._workers if w.current is None and not w.process.is_alive()]:
+            self._worker_died(worker)
+        while self._backlog:
+            idle = next((w for w in self._workers if w.current is None), None)
+            if idle is None:
+                if len(self._workers) >= self.max_workers:
+                    return
+                idle = _Worker(self._mp, self.context)
+                self._workers.append(idle)
+            job = self._backlog.popleft()
+            idle.current = job
+            try:
+                idle.conn.send(job[1])
+            except (BrokenPipeError, OSError):
+                self._worker_died(idle)
+
+    def next_result(self) -> tuple[int, dict[str, Any]]:
+        from multiprocessing.connection import wait
+
+        while not self._results:
+            self._dispatch()
+            busy = [w for w in self._workers if w.current is not None]
+            if not busy:
+                raise OliveError("no trial is running (the executor was asked for a result it does not owe)")
+            handles = [w.conn for w in busy] + [w.process.sentinel for w in busy]
+            ready = set(wait(handles))
+            for worker in busy:
+                if worker.conn in ready or worker.conn.poll():
+                    try:
+                        result = worker.conn.recv()
+                    except (EOFError, OSError):
+                        self._worker_died(worker)
+                        continue
+                    trial_id = worker.current[0]
+                    worker.current = None
+                    self._results.append((trial_id, result))
+                elif worker.process.sentinel in ready:
+                    self._worker_died(worker)
+        return self._results.popleft()
+
+    def _worker_died(self, worker: _Worker) -> None:
+        worker.process.join(timeout=5)
+        code = worker.process.exitcode
+        self._workers.remove(worker)
+        worker.conn.close()
+        if worker.current is None:
+            return
+        trial_id, request, attempt = worker.current
+        how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        if attempt < self.retries:
+            logger.warning("A trial's worker process died (%s); running the trial again in a new worker", how)
+            self._backlog.appendleft((trial_id, request, attempt + 1))
+        else:
+            self._results.append(
+                (
+                    trial_id,
+                    {
+                        "steps": [],
+                        "evaluation": None,
+                        "error": f"the worker process died ({how}) running this trial, {attempt + 1} times",
+                    },
+                )
+            )
+
+    def close(self, cancel: bool = False) -> None:
+        for worker in self._workers:
+            if cancel and worker.current is not None:
+                worker.process.terminate()
+            else:
+                with contextlib.suppress(BrokenPipeError, OSError):
+                    worker.conn.send(None)
+        for worker in self._workers:
+            worker.process.join(timeout=30)
+            if worker.process.is_alive():
+                worker.process.kill()
+                worker.process.join()
+            worker.conn.close()
+        self._workers.clear()
+
+
+# --------------------------------------------------------------------------------------------------
+# Ray
+# --------------------------------------------------------------------------------------------------
+def import_ray() -> Any:
+    try:
+        import ray
+    except ImportError as exc:
+        raise WorkflowConfigError(RAY_MISSING) from exc
+    return ray
+
+
+def _ray_trial(context: TrialContext, request: TrialRequest) -> dict[str, Any]:
+    return _safe_trial(context, request)
+
+
+class RayExecutor(TrialExecutor):
+    """``{"type": "ray", "address": ..., "num_cpus_per_trial": k}``: each trial a Ray task.
+
+    Connects to ``address`` (``"auto"``, ``"ray://host:port"``; ``None`` starts a local Ray instance) unless
+    this process is already connected. A task whose worker dies is retried once by Ray.
+    """
+
+    def __init__(
+        self,
+        context: TrialContext,
+        address: str | None = None,
+        num_cpus_per_trial: float = 1,
+        max_pending: int | None = None,
+        retries: int = 1,
+    ):
+        ray = import_ray()
+        self._ray = ray
+        self._started = False
+        if not ray.is_initialized():
+            kwargs: dict[str, Any] = {"address": address, "log_to_driver": True}
+            if address is None:
+                kwargs["include_dashboard"] = False
+            try:
+                ray.init(**kwargs)
+            except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError... for a bad address
+                where = f"the Ray cluster at '{address}'" if address else "a local Ray instance"
+                raise OliveError(
+                    f"search_strategy.executor: could not start or reach {where} ({type(exc).__name__}: {exc}); "
+                    'check the address ("auto" needs `ray start` on this machine first)'
+                ) from exc
+            self._started = True
+        _pickle_user_scripts_by_value()
+        self._context_ref = ray.put(context)
+        self._remote = ray.remote(num_cpus=num_cpus_per_trial, max_retries=retries)(_ray_trial)
+        cpus = float(ray.cluster_resources().get("CPU", 1))
+        slots = max(1, int(cpus // max(num_cpus_per_trial, 1e-9)))
+        self.capacity = max(1, int(max_pending or 2 * slots))
+        self._refs: dict[Any, int] = {}
+        self._next_id = 0
+
+    def submit(self, request: TrialRequest) -> int:
+        self._next_id += 1
+        self._refs[self._remote.remote(self._context_ref, request)] = self._next_id
+        return self._next_id
+
+    def next_result(self) -> tuple[int, dict[str, Any]]:
+        ray = self._ray
+        if not self._refs:
+            raise OliveError("no trial is running (the executor was asked for a result it does not owe)")
+        ready, _ = ray.wait(list(self._refs), num_returns=1)
+        ref = ready[0]
+        trial_id = self._refs.pop(ref)
+        try:
+            return trial_id, ray.get(ref)
+        except ray.exceptions.RayError as exc:
+            # A worker that died twice (Ray retried once), or a task Ray could not run.
+            message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            return trial_id, {"steps": [], "evaluation": None, "error": f"{type(exc).__name__}: {message}"}
+
+    def close(self, cancel: bool = False) -> None:
+        if cancel:
+            for ref in self._refs:
+                try:
+                    self._ray.cancel(ref, force=True)
+                except Exception as exc:  # a task that already finished cannot be cancelled; nothing to do
+                    logger.debug("ray.cancel: %s", exc)
+        self._refs.clear()
+        if self._started:
+            self._ray.shutdown()
+
+
+def _pickle_user_scripts_by_value() -> None:
+    # Functions from a workflow's user_script live in modules loaded from a file path, which a Ray worker
+    # cannot import by name; ship their code instead.
+    import sys
+
+    from ray import cloudpickle  # Ray serializes tasks with its own copy of cloudpickle
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith("olive_user_script_") and module is not None:
+            with contextlib.suppress(ValueError):
+                cloudpickle.register_pickle_by_value(module)
+
+
+# --------------------------------------------------------------------------------------------------
+def create_executor(config: ExecutorConfig, context: TrialContext) -> TrialExecutor:
+    """The executor ``search_strategy.executor`` describes."""
+    if config.type == "process":
+        return ProcessExecutor(
+            context,
+            config.max_workers or os.cpu_count() or 1,
+            max_pending=config.max_pending,
+            start_method=config.start_method,
+        )
+    if config.type == "ray":
+        return RayExecutor(
+            context,
+            address=config.address,
+            num_cpus_per_trial=config.num_cpus_per_trial,
+            max_pending=config.max_pending,
+        )
+    raise WorkflowConfigError(f"search_strategy.executor.type: unknown executor '{config.type}'")
