@@ -148,7 +148,8 @@ def _log_run(instance: Pass, config: Any) -> None:
     log = os.environ.get("OLIVE_TEST_RUN_LOG")
     if log:
         with Path(log).open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"pass": instance.pass_name(), "config": config.to_json()}) + "\n")
+            record = {"pass": instance.pass_name(), "config": config.to_json(), "pid": os.getpid()}
+            handle.write(json.dumps(record) + "\n")
 
 
 def make_registry() -> PassRegistry:

@@ -233,18 +233,16 @@ def test_a_worker_killed_from_outside_mid_trial(tmp_path: Path) -> None:
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "the slow trial did not start"
             time.sleep(0.05)
-        workers = _children(proc.pid)
-        busy = [pid for pid in workers if _sleeping_in_slow_trial(pid, tmp_path)]
-        assert busy, workers
-        os.kill(busy[0], signal.SIGKILL)
+        # The run logs the pid of the worker doing it: kill exactly that one, not a worker that merely has
+        # a pass run of its own in progress.
+        os.kill(_slow_run_pids(log)[-1], signal.SIGKILL)
         # The retry sleeps 30 s again; kill that worker too so the trial is recorded as failed.
         retry_deadline = time.monotonic() + 60
         while sum(c["marker"] == "slow" for _, c in _ran(log)) < 2:
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < retry_deadline, "the killed trial was not retried"
             time.sleep(0.05)
-        busy = [pid for pid in _children(proc.pid) if _sleeping_in_slow_trial(pid, tmp_path)]
-        os.kill(busy[0], signal.SIGKILL)
+        os.kill(_slow_run_pids(log)[-1], signal.SIGKILL)
         out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
@@ -267,9 +265,9 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def _sleeping_in_slow_trial(pid: int, tmp_path: Path) -> bool:
-    # The slow trial's worker holds its run's half-written folder under cache/tmp, named with its pid.
-    return any(entry.name.startswith(f"{pid}-") for entry in (tmp_path / "cache" / "tmp").iterdir())
+def _slow_run_pids(log: Path) -> list[int]:
+    entries = map(json.loads, log.read_text().splitlines())
+    return [e["pid"] for e in entries if e["config"]["marker"] == "slow"]
 
 
 def test_executor_config_errors_name_the_field(tmp_path: Path) -> None:

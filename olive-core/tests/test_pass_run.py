@@ -128,3 +128,23 @@ def test_defaults_for_optional_hooks():
     config = StripDocStrings.generate_config(CPU, {})
     assert StripDocStrings.validate_config(config, CPU) is True
     assert StripDocStrings.pass_name() == "StripDocStrings"
+
+
+def test_a_subclass_of_a_registered_pass_has_its_own_identity():
+    class Registered(StripDocStrings):
+        pass
+
+    Registered._olive_pass_name = "Strip"
+    Registered._olive_distribution = "olive-pass-strip"
+    Registered._olive_distribution_version = "1.0"
+
+    class Derived(Registered):
+        pass
+
+    assert (Registered.pass_name(), Registered.distribution(), Registered.distribution_version()) == (
+        "Strip",
+        "olive-pass-strip",
+        "1.0",
+    )
+    assert (Derived.pass_name(), Derived.distribution(), Derived.distribution_version()) == ("Derived", None, None)
+    assert type(Derived.generate_config(CPU, {})).__name__ == "DerivedConfig"

@@ -98,6 +98,14 @@ def run_output(registry: PassRegistry, workflow: dict[str, Any]) -> Iterator[tup
     yield output, Path(output.output_dir)
 
 
+def test_every_run_writes_the_report_with_its_goals(run_output: tuple[Any, Path]) -> None:
+    # olive.run itself wrote it: the fixture never calls write_report
+    _, out_dir = run_output
+    text = (out_dir / REPORT_FILE).read_text(encoding="utf-8")
+    assert "<svg" in text
+    assert "cosine_mean" in text and "0.9" in text
+
+
 def _candidates(output: Any) -> list[Any]:
     return [n for n in output.footprint if n.is_candidate and n.status == "ok"]
 

@@ -88,6 +88,9 @@ class CacheStore:
     def __init__(self, root: str | Path):
         self.root = Path(root).expanduser().resolve()
         self._ensured = False
+        # Stamped on every entry this store writes; copies sent to workers keep it, so a run can tell the work
+        # its own trials did from entries that were there before it started.
+        self.session_id = uuid.uuid4().hex
 
     # ------------------------------------------------------------------------------------------
     def ensure(self) -> None:

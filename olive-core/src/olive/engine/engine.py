@@ -285,6 +285,7 @@ class Engine:
             accelerator=self.accelerator,
             execution_providers=self.execution_providers,
             cache_root=str(self.cache.root),
+            cache_session=self.cache.session_id,
             evaluation_cache=self.evaluator is not None and self.evaluator.cache is not None,
             input_model_json=input_model.to_json(),
             input_hash=input_hash,
@@ -403,12 +404,17 @@ class Engine:
             pass_key=pass_key,
             pass_name=pass_name,
             config=step["config"],
-            pass_distribution=pass_class._olive_distribution,
-            pass_version=pass_class._olive_distribution_version or pass_class._version,
+            pass_distribution=pass_class.distribution(),
+            pass_version=pass_class.distribution_version() or pass_class._version,
         )
         self._runs[(pass_key, key)] = node
         self.footprint.append(node)
         cfg_json = step["config"]
+        cached, duration = step["cached"], step["duration"]
+        if cached and step["status"] == "ok" and step["record"].get("session") == self.cache.session_id:
+            # A concurrent trial of this run did the work and this one waited for it; report the work where a
+            # sequential search would have done it, so every executor gives the same footprint.
+            cached, duration = False, float(step["record"].get("duration_s", 0.0))
         # The pass ran in a worker; its hooks fire here, in order, once the result is in.
         fire("olive_pass_start", pass_key=pass_key, pass_name=pass_name, config=cfg_json, input_model=parent_model)
         output_model = model_from_record(step["record"]) if step["status"] == "ok" else None
@@ -420,12 +426,12 @@ class Engine:
             config=cfg_json,
             input_model=parent_model,
             output_model=output_model,
-            cached=step["cached"],
+            cached=cached,
             error=error,
-            duration_s=step["duration"],
+            duration_s=duration,
         )
-        node.cached = step["cached"]
-        node.timings["run"] = 0.0 if node.cached else round(step["duration"], 6)
+        node.cached = cached
+        node.timings["run"] = 0.0 if node.cached else round(duration, 6)
         if node.cached:
             node.timings["original_run"] = float(step["record"].get("duration_s", 0.0))
         if error is not None:
@@ -522,8 +528,8 @@ class Engine:
             pass_key=pass_key,
             pass_name=pass_name,
             config=cfg_json,
-            pass_distribution=pass_class._olive_distribution,
-            pass_version=pass_class._olive_distribution_version or pass_class._version,
+            pass_distribution=pass_class.distribution(),
+            pass_version=pass_class.distribution_version() or pass_class._version,
         )
         self._runs[(pass_key, key)] = node
         self.footprint.append(node)
@@ -658,10 +664,10 @@ class Engine:
             },
             accelerator=str(self.accelerator),
             distributions={
-                alt.pass_class._olive_distribution: alt.pass_class._olive_distribution_version or ""
+                alt.pass_class.distribution(): alt.pass_class.distribution_version() or ""
                 for plan in self.plans
                 for alt in plan.alternatives
-                if alt.pass_class._olive_distribution
+                if alt.pass_class.distribution()
             },
         )
         if not candidates:

@@ -135,6 +135,9 @@ def write_outputs(output: WorkflowOutput, workflow: WorkflowConfig) -> Path:
             },
         )
         _write_text(output_dir / "run_history.txt", run_history(output))
+        from olive.report import write_report
+
+        write_report(output_dir, workflow=workflow)
         for writer in list(_WRITERS):
             writer(output, workflow, output_dir)
     return output_dir

@@ -96,14 +96,15 @@ def _run_into_cache(
         record = {
             "key": key,
             "pass_name": pass_name,
-            "distribution": pass_class._olive_distribution,
-            "version": pass_class._olive_distribution_version or pass_class._version,
+            "distribution": pass_class.distribution(),
+            "version": pass_class.distribution_version() or pass_class._version,
             "config": config_json(config),
             "accelerator": str(accelerator),
             "model": model_json,
             "output_hash": hash_model(output_model),
             "duration_s": round(duration, 6),
             "created": time.time(),
+            "session": cache.session_id,
         }
         (tmp / "run.json").write_text(json.dumps(record, indent=1, sort_keys=True, default=str))
     stored = cache.get_run(key)
@@ -122,6 +123,7 @@ class TrialContext:
     accelerator: AcceleratorSpec
     execution_providers: list[str]
     cache_root: str
+    cache_session: str
     evaluation_cache: bool
     input_model_json: dict[str, Any]
     input_hash: str
@@ -133,9 +135,9 @@ class TrialContext:
     def identities_of(plans: list[PassPlan]) -> list[tuple[str | None, str | None, str | None]]:
         return [
             (
-                alt.pass_class._olive_pass_name,
-                alt.pass_class._olive_distribution,
-                alt.pass_class._olive_distribution_version,
+                alt.pass_class.pass_name(),
+                alt.pass_class.distribution(),
+                alt.pass_class.distribution_version(),
             )
             for plan in plans
             for alt in plan.alternatives
@@ -167,6 +169,7 @@ class _WorkerState:
             alt.pass_class._olive_distribution = distribution
             alt.pass_class._olive_distribution_version = version
         self.cache = CacheStore(context.cache_root)
+        self.cache.session_id = context.cache_session
         self.plans = {plan.key: plan for plan in context.plans}
         self.input_model = OliveModelHandler.from_json(context.input_model_json)
         self._evaluator: Any = None

@@ -145,7 +145,18 @@ class Pass(ABC):
     @classmethod
     def pass_name(cls) -> str:
         """The name the pass is registered under (its entry-point name), else its class name."""
-        return cls._olive_pass_name or cls.__name__
+        # Read from the class itself: a subclass of a registered pass is a different pass.
+        return cls.__dict__.get("_olive_pass_name") or cls.__name__
+
+    @classmethod
+    def distribution(cls) -> str | None:
+        """The distribution that registered this class through an entry point (None when registered in-process)."""
+        return cls.__dict__.get("_olive_distribution")
+
+    @classmethod
+    def distribution_version(cls) -> str | None:
+        """The version of :meth:`distribution`, if any."""
+        return cls.__dict__.get("_olive_distribution_version")
 
     @classmethod
     def default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:

@@ -67,8 +67,8 @@ def assert_pass_contract(
     report = ContractReport(points=0, ran=0, rejected=0, outputs=[])
 
     # Identity: the name the engine will know it by.
-    if entry_point_name is not None or pass_class._olive_pass_name is not None:
-        registered = pass_class._olive_pass_name
+    if entry_point_name is not None or pass_class.__dict__.get("_olive_pass_name") is not None:
+        registered = pass_class.__dict__.get("_olive_pass_name")
         if entry_point_name is not None and registered is not None and registered != entry_point_name:
             _fail(pass_class, f"registered as '{registered}' but its entry point is named '{entry_point_name}'")
         if entry_point_name is not None and registered is None:
