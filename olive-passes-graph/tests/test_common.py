@@ -61,3 +61,35 @@ def test_carry_over_merges_settings_and_attributes(tiny_mlp, tmp_path):
 )
 def test_graph_level_names(value, name):
     assert graph_level_name(value) == name
+
+
+@pytest.mark.parametrize(
+    ("pass_module", "pass_name", "config"),
+    [
+        ("dynamic_to_fixed_shape", "DynamicToFixedShape", {"dim_param": ["batch"], "dim_value": [1]}),
+        ("opset_conversion", "OnnxOpVersionConversion", {"target_opset": 18}),
+    ],
+)
+def test_input_onnxruntime_refuses_is_named_not_the_scratch_output(tmp_path, pass_module, pass_name, config):
+    # The model is valid ONNX, but onnxruntime has no kernel for its custom op: the user's file is the one
+    # to fix, so the error names it rather than the pass's output in a scratch folder.
+    import importlib
+
+    import onnx
+
+    from olive.exceptions import ModelLoadError
+    from olive.hardware import DEFAULT_CPU_ACCELERATOR
+    from olive.model import ONNXModelHandler
+    from olive.testing import mlp_model
+
+    proto = mlp_model()
+    proto.graph.node[0].op_type = "NoSuchOperator"
+    proto.graph.node[0].domain = "com.example"
+    proto.opset_import.append(onnx.helper.make_opsetid("com.example", 1))
+    path = tmp_path / "custom_op.onnx"
+    onnx.save(proto, str(path))
+    pass_class = getattr(importlib.import_module(f"olive_passes_graph.{pass_module}"), pass_name)
+    out = tmp_path / "out"
+    with pytest.raises(ModelLoadError, match=r"onnxruntime cannot load '[^']*custom_op\.onnx'"):
+        pass_class(DEFAULT_CPU_ACCELERATOR, config).run(ONNXModelHandler(path), out)
+    assert not out.exists() or not any(out.rglob("*"))

@@ -75,6 +75,19 @@ def test_float16_keeps_float32_io(tiny_bert, run_pass):
     np.testing.assert_allclose(run_outputs(result, inputs)[0], run_outputs(tiny_bert, inputs)[0], atol=5e-2)
 
 
+def test_float16_keeps_named_nodes_in_float32(tiny_bert, run_pass):
+    # Olive's force_fp32_nodes: the named fused node keeps float32 weights, the others are converted.
+    config = {"model_type": "bert", "opt_level": 0, "float16": True, "force_fp32_nodes": ["Attention_0"]}
+    result = run_pass(OrtTransformersOptimization, tiny_bert, config)
+    proto = result.load_model()
+    weight_types = {init.name: init.data_type for init in proto.graph.initializer}
+    attention = {node.name: node for node in proto.graph.node if node.op_type == "Attention"}
+    assert weight_types[attention["Attention_0"].input[1]] == 1  # FLOAT
+    assert weight_types[attention["Attention_1"].input[1]] == 10  # FLOAT16
+    inputs = random_inputs(tiny_bert)
+    np.testing.assert_allclose(run_outputs(result, inputs)[0], run_outputs(tiny_bert, inputs)[0], atol=5e-2)
+
+
 def test_optimization_options_switch_fusions_off(tiny_bert, run_pass):
     result = run_pass(
         OrtTransformersOptimization,
@@ -116,9 +129,27 @@ def test_unknown_fusion_option_is_a_config_error():
         )
 
 
-def test_missing_model_type_is_a_config_error():
-    with pytest.raises(PassConfigError, match="missing required param 'model_type'"):
-        OrtTransformersOptimization.generate_config(DEFAULT_CPU_ACCELERATOR, {})
+def test_model_type_comes_from_model_attributes(tmp_path, tiny_bert):
+    from olive.model import ONNXModelHandler
+
+    # As Olive does: Hugging Face model types are mapped, heads and hidden size are read where the graph is silent.
+    model = ONNXModelHandler(tiny_bert.model_path, model_attributes={"model_type": "roberta", "num_attention_heads": 4})
+    result = OrtTransformersOptimization(DEFAULT_CPU_ACCELERATOR, {"opt_level": 0}).run(model, tmp_path / "out")
+    assert op_counts(result)["Attention"] == 2
+    assert result.model_attributes["model_type"] == "roberta"
+
+
+def test_missing_model_type_is_a_config_error(tmp_path, tiny_bert):
+    config = OrtTransformersOptimization.generate_config(DEFAULT_CPU_ACCELERATOR, {})
+    out = tmp_path / "out"
+    with pytest.raises(PassConfigError, match="'model_type' is not set and the input model's model_attributes"):
+        OrtTransformersOptimization(DEFAULT_CPU_ACCELERATOR, config).run(tiny_bert, out)
+    from olive.model import ONNXModelHandler
+
+    unknown = ONNXModelHandler(tiny_bert.model_path, model_attributes={"model_type": "bret"})
+    with pytest.raises(PassConfigError, match=r"model_attributes give model_type 'bret'.*did you mean 'bert'"):
+        OrtTransformersOptimization(DEFAULT_CPU_ACCELERATOR, config).run(unknown, out)
+    assert files_under(out) == []
 
 
 def test_attention_without_readable_heads_asks_for_them(tmp_path):

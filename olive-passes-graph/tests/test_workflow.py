@@ -130,6 +130,23 @@ def test_unknown_model_type_in_workflow_fails_before_running(tiny_bert, tmp_path
     assert not (tmp_path / "out" / "model.onnx").exists()
 
 
+def test_model_type_from_input_model_attributes(tiny_bert, tmp_path):
+    # An Olive workflow for an ONNX model that carries its Hugging Face config's facts, with no model_type.
+    import olive
+
+    workflow = _workflow(
+        tmp_path, tiny_bert, {"fuse": {"type": "OrtTransformersOptimization", "opt_level": 0}}, [AGREEMENT]
+    )
+    workflow["input_model"]["model_attributes"] = {"model_type": "bert", "num_attention_heads": 4, "hidden_size": 64}
+    output = olive.run(workflow)
+    (node,) = [n for n in output.footprint if n.pass_key == "fuse" and n.status == "ok"]
+    assert node.config["model_type"] is None
+    import onnx
+
+    fused = onnx.load(str(tmp_path / "out" / "model.onnx"), load_external_data=False)
+    assert Counter(n.op_type for n in fused.graph.node)["Attention"] == 2
+
+
 def test_tuned_settings_are_used_by_the_evaluator(tiny_bert, tmp_path):
     from olive.data.config import DataConfig
     from olive.evaluator.evaluator import OliveEvaluator

@@ -87,3 +87,64 @@ def test_failed_calibration_leaves_nothing_in_cache_or_output(tmp_path, bert):
         olive.workflows.run(_workflow(bert, bad, tmp_path, passes, search=False))
     assert not list((tmp_path / "cache").rglob("*.onnx"))
     assert not (tmp_path / "out" / "model.onnx").exists()
+
+
+def test_olive_08_param_names_run_unchanged(tmp_path, bert, calib_npz):
+    # The quantization block of an Olive 0.8 workflow: onnxruntime's type names and the extra_options keys
+    # that were params of their own.
+    passes = {
+        "quantization": {
+            "type": "OnnxQuantization",
+            "config": {
+                "quant_mode": "static",
+                "quant_format": "QOperator",
+                "weight_type": "QUInt8",
+                "activation_type": "QUInt8",
+                "WeightSymmetric": False,
+                "ActivationSymmetric": False,
+                "MatMulConstBOnly": True,
+                "prepare_qnn_config": False,
+                "quant_preprocess": False,
+                "data_config": "calib",
+            },
+        }
+    }
+    output = olive.workflows.run(_workflow(bert, calib_npz, tmp_path, passes, search=False))
+    (node,) = [n for n in output.footprint if n.pass_name == "OnnxQuantization"]
+    assert node.status == "ok"
+    assert (node.config["precision"], node.config["activation_type"]) == ("uint8", "uint8")
+    assert node.config["weight_symmetric"] is False
+    assert node.config["extra_options"] == {"MatMulConstBOnly": True}
+    import onnx
+
+    proto = onnx.load(str(tmp_path / "out" / "model.onnx"))
+    assert any(n.op_type == "QLinearMatMul" for n in proto.graph.node)
+    weights = [i for i in proto.graph.initializer if i.name.endswith("_quantized") and len(i.dims) == 2]
+    assert weights and all(i.data_type == onnx.TensorProto.UINT8 for i in weights)
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"weight_type": "QInt16"}, r"'weight_type' is 'QInt16'; only 8-bit types"),
+        ({"weight_type": "QInt8", "precision": "int8"}, r"'weight_type' \(the Olive 0.8 name\) and 'precision'"),
+        ({"prepare_qnn_config": True}, r"'prepare_qnn_config' \(QNN execution provider\) is not supported"),
+    ],
+)
+def test_olive_08_param_names_that_cannot_run(tmp_path, bert, calib_npz, params, message):
+    passes = {"quantization": {"type": "OnnxDynamicQuantization", **params}}
+    with pytest.raises(OliveError, match=message):
+        olive.workflows.run(_workflow(bert, calib_npz, tmp_path, passes, search=False))
+    assert not (tmp_path / "cache").exists() or not list((tmp_path / "cache").rglob("*.onnx"))
+
+
+def test_blockwise_block_size_is_searched_only_when_asked(tmp_path, bert, calib_npz):
+    # As in Olive: a search leaves block_size at its default unless the workflow asks for its values.
+    output = olive.workflows.run(
+        _workflow(bert, calib_npz, tmp_path / "a", {"rtn": {"type": "OnnxBlockWiseRtnQuantization"}}, search=True)
+    )
+    assert [n.config["block_size"] for n in output.footprint if n.pass_key == "rtn"] == [128]
+    asked = {"olive_parameter_type": "SearchParameter", "type": "Categorical", "support": [32, 128]}
+    passes = {"rtn": {"type": "OnnxBlockWiseRtnQuantization", "block_size": asked}}
+    output = olive.workflows.run(_workflow(bert, calib_npz, tmp_path / "b", passes, search=True))
+    assert sorted(n.config["block_size"] for n in output.footprint if n.pass_key == "rtn") == [32, 128]

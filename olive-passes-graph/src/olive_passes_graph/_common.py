@@ -108,6 +108,22 @@ def check_loads(model: ONNXModelHandler, providers: list[str] | None = None) -> 
         ) from exc
 
 
+def check_output_loads(source: ONNXModelHandler, result: ONNXModelHandler) -> None:
+    """:func:`check_loads` for a pass's output; when the input does not load either, the error names the input.
+
+    The output sits in a scratch folder of the cache; an input onnxruntime already refuses (an unknown op, say)
+    is the user's file to fix, not the pass's result.
+    """
+    try:
+        check_loads(result)
+    except ModelLoadError as output_error:
+        try:
+            check_loads(source)
+        except ModelLoadError as input_error:
+            raise input_error from output_error
+        raise
+
+
 def session_providers(execution_provider: str, pass_name: str) -> list[str]:
     """The providers for an offline-optimization session on ``execution_provider`` (with CPU fallback)."""
     import onnxruntime as ort

@@ -9,7 +9,7 @@ from olive.exceptions import PassConfigError
 from olive.passes import PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
 from olive_passes_graph._base import CheckedPass
-from olive_passes_graph._common import carry_over, check_loads, output_guard
+from olive_passes_graph._common import carry_over, check_output_loads, output_guard
 
 if TYPE_CHECKING:
     import onnx
@@ -122,7 +122,7 @@ class DynamicToFixedShape(CheckedPass):
         _refresh_shapes(proto)
         with output_guard(output_model_path):
             result = model_proto_to_olive_model(proto, output_model_path, config)
-            check_loads(result)
+            check_output_loads(model, result)
         return carry_over(model, result)
 
 

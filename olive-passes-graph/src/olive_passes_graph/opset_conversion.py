@@ -10,7 +10,7 @@ from olive.exceptions import PassConfigError, PassRunError
 from olive.passes import PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
 from olive_passes_graph._base import CheckedPass
-from olive_passes_graph._common import carry_over, check_loads, first_line, output_guard
+from olive_passes_graph._common import carry_over, check_output_loads, first_line, output_guard
 
 if TYPE_CHECKING:
     from olive.hardware.accelerator import AcceleratorSpec
@@ -76,7 +76,7 @@ class OnnxOpVersionConversion(CheckedPass):
             converted.ir_version = max(converted.ir_version, _min_ir_version(target, onnx))
         with output_guard(output_model_path):
             result = model_proto_to_olive_model(converted, output_model_path, config)
-            check_loads(result)
+            check_output_loads(model, result)
         return carry_over(model, result, attributes={"opset": target})
 
 

@@ -46,6 +46,21 @@ _LEVELS = {1: "ORT_ENABLE_BASIC", 2: "ORT_ENABLE_EXTENDED", 99: "ORT_ENABLE_ALL"
 _STRICT_DIMS = {"bert", "bert_tf", "bert_keras", "vit"}
 # onnxruntime's fusion modules log the same line once per layer; one copy says it.
 _FUSION_LOGGERS = ("fusion", "onnx_model")
+# As Olive does, a model without model_type in the config takes it (and the head count and hidden size, when
+# the graph does not show them) from its model_attributes, which hold the Hugging Face config's names.
+_HF_MODEL_TYPES = {
+    "whisper": "bart",
+    "camembert": "bert",
+    "deberta": "bert",
+    "deberta-v2": "bert",
+    "distilbert": "bert",
+    "gpt_neox": "gpt2",
+    "gpt-j": "gpt2",
+    "llama": "gpt2",
+    "roberta": "bert",
+}
+_NUM_HEADS_NAMES = ("num_heads", "num_attention_heads", "n_head", "n_heads", "encoder_attention_heads")
+_HIDDEN_SIZE_NAMES = ("hidden_size", "dim", "d_model", "n_embd")
 
 __all__ = ["OrtTransformersOptimization", "infer_num_heads_and_hidden_size"]
 
@@ -65,10 +80,11 @@ class OrtTransformersOptimization(CheckedPass):
     def _default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
         return {
             "model_type": PassConfigParam(
-                type_=str,
-                required=True,
+                type_=str | None,
+                default_value=None,
                 description="Transformer type as onnxruntime names it: bert, gpt2, t5, vit, clip, unet, vae, "
-                "bart, phi, ... (onnxruntime.transformers.optimizer.MODEL_TYPES).",
+                "bart, phi, ... (onnxruntime.transformers.optimizer.MODEL_TYPES). None takes the input model's "
+                "model_attributes['model_type'] (Hugging Face names such as roberta or llama are mapped).",
             ),
             "num_heads": PassConfigParam(
                 type_=int, default_value=0, description="Number of attention heads; 0 infers it from the graph."
@@ -108,6 +124,17 @@ class OrtTransformersOptimization(CheckedPass):
             "force_fp32_ops": PassConfigParam(
                 type_=list[str] | None, default_value=None, description="With float16: op types kept in float32."
             ),
+            "force_fp32_nodes": PassConfigParam(
+                type_=list[str] | None,
+                default_value=None,
+                description="With float16: names of nodes (in the fused graph) kept in float32.",
+            ),
+            "force_fp16_inputs": PassConfigParam(
+                type_=dict[str, list[int]] | None,
+                default_value=None,
+                description="With float16: {op type: input indices} converted to float16 even where the converter "
+                "would keep them in float32.",
+            ),
             **get_external_data_config(),
         }
 
@@ -125,7 +152,7 @@ class OrtTransformersOptimization(CheckedPass):
     def _check_config(cls, config: BasePassConfig, owner: str) -> None:
         from onnxruntime.transformers.optimizer import MODEL_TYPES
 
-        if config.model_type not in MODEL_TYPES:
+        if config.model_type is not None and config.model_type not in MODEL_TYPES:
             raise PassConfigError(
                 f"{owner}: param 'model_type' is '{config.model_type}'"
                 f"{closest_match_hint(config.model_type, MODEL_TYPES)}, which onnxruntime's transformer optimizer "
@@ -135,7 +162,7 @@ class OrtTransformersOptimization(CheckedPass):
             raise PassConfigError(f"{owner}: param 'opt_level' must be 0, 1, 2 or 99, got {config.opt_level}")
         if config.num_heads < 0 or config.hidden_size < 0:
             raise PassConfigError(f"{owner}: num_heads and hidden_size must be >= 0 (0 infers them from the graph)")
-        if config.optimization_options:
+        if config.optimization_options and config.model_type is not None:
             _fusion_options(config.model_type, config.optimization_options, owner)
 
     def _run_for_config(
@@ -144,8 +171,9 @@ class OrtTransformersOptimization(CheckedPass):
         from onnxruntime.transformers.optimizer import MODEL_TYPES, optimize_model
 
         owner = f"pass {self.pass_name()}"
+        model_type = _model_type(config.model_type, model.model_attributes, owner)
         check_loads(model)
-        opt_level = config.opt_level if config.opt_level is not None else MODEL_TYPES[config.model_type][2]
+        opt_level = config.opt_level if config.opt_level is not None else MODEL_TYPES[model_type][2]
         if opt_level > 0:
             providers = ["CPUExecutionProvider"]
             if config.use_gpu:
@@ -159,8 +187,12 @@ class OrtTransformersOptimization(CheckedPass):
 
         num_heads, hidden_size, dims = config.num_heads, config.hidden_size, None
         if not config.only_onnxruntime:
-            num_heads, hidden_size, dims = _resolve_heads(proto, config.model_type, num_heads, hidden_size, owner)
-        options = _fusion_options(config.model_type, config.optimization_options or {}, owner)
+            fallback = (
+                _attribute(model.model_attributes, _NUM_HEADS_NAMES),
+                _attribute(model.model_attributes, _HIDDEN_SIZE_NAMES),
+            )
+            num_heads, hidden_size, dims = _resolve_heads(proto, model_type, num_heads, hidden_size, owner, fallback)
+        options = _fusion_options(model_type, config.optimization_options or {}, owner)
         before = len(proto.graph.node)
         # Counted before the fusions rewrite the proto in place.
         blocks = 0 if config.only_onnxruntime or not options.enable_attention else count_attention_blocks(proto)
@@ -169,7 +201,7 @@ class OrtTransformersOptimization(CheckedPass):
             with _deduplicated_fusion_logs():
                 optimizer = optimize_model(
                     proto,
-                    model_type=config.model_type,
+                    model_type=model_type,
                     num_heads=num_heads,
                     hidden_size=hidden_size,
                     optimization_options=options,
@@ -179,7 +211,10 @@ class OrtTransformersOptimization(CheckedPass):
                 )
             if config.float16:
                 optimizer.convert_float_to_float16(
-                    keep_io_types=config.keep_io_types, op_block_list=config.force_fp32_ops
+                    keep_io_types=config.keep_io_types,
+                    op_block_list=config.force_fp32_ops,
+                    node_block_list=config.force_fp32_nodes,
+                    force_fp16_inputs=config.force_fp16_inputs,
                 )
             if config.input_int32:
                 optimizer.change_graph_inputs_to_int32()
@@ -211,6 +246,37 @@ class OrtTransformersOptimization(CheckedPass):
             # An earlier run's record does not describe this model.
             result.model_attributes.pop("unfused_attention", None)
         return result
+
+
+def _model_type(configured: str | None, attributes: dict[str, Any] | None, owner: str) -> str:
+    """The onnxruntime model type: the configured one, else the one the model's attributes name."""
+    from onnxruntime.transformers.optimizer import MODEL_TYPES
+
+    if configured is not None:
+        return configured
+    found = (attributes or {}).get("model_type")
+    if not found:
+        raise PassConfigError(
+            f"{owner}: param 'model_type' is not set and the input model's model_attributes have no 'model_type'; "
+            f'set model_type to one of {", ".join(sorted(MODEL_TYPES))} (e.g. "bert")'
+        )
+    model_type = _HF_MODEL_TYPES.get(found, found)
+    if model_type not in MODEL_TYPES:
+        raise PassConfigError(
+            f"{owner}: the input model's model_attributes give model_type '{found}', which onnxruntime's transformer "
+            f"optimizer does not know{closest_match_hint(model_type, MODEL_TYPES)}; set param 'model_type' to one of "
+            f"{', '.join(sorted(MODEL_TYPES))}"
+        )
+    return model_type
+
+
+def _attribute(attributes: dict[str, Any] | None, names: tuple[str, ...]) -> int:
+    """The first of ``names`` in ``attributes`` that holds a positive int, else 0."""
+    for name in names:
+        value = (attributes or {}).get(name)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return 0
 
 
 def _declare_domains(proto: onnx.ModelProto) -> None:
@@ -253,13 +319,19 @@ def _fused_statistics(optimizer: Any) -> dict[str, int]:
 
 
 def _resolve_heads(
-    proto: onnx.ModelProto, model_type: str, num_heads: int, hidden_size: int, owner: str
+    proto: onnx.ModelProto,
+    model_type: str,
+    num_heads: int,
+    hidden_size: int,
+    owner: str,
+    fallback: tuple[int, int] = (0, 0),
 ) -> tuple[int, int, AttentionDims | None]:
     """The ``(num_heads, hidden_size)`` to fuse with, and what the graph shows (None if unreadable).
 
     Values read from the graph fill the ones left at 0; explicit values that contradict a graph whose
     attention blocks all agree are a :class:`PassConfigError` for the BERT-style fusions (a wrong head count
-    there makes a wrong Attention node or none at all) and a warning otherwise.
+    there makes a wrong Attention node or none at all) and a warning otherwise. ``fallback`` (from the
+    model's attributes) fills values left at 0 only when the graph does not show them.
     """
     dims = infer_attention_dims(proto)
     if dims is not None and not dims.uniform and model_type in _SELF_DETECTING:
@@ -288,6 +360,7 @@ def _resolve_heads(
                 f"num_heads={dims.num_heads}, hidden_size={dims.hidden_size}); fix num_heads or hidden_size"
             )
         return heads, hidden, dims
+    num_heads, hidden_size = num_heads or fallback[0], hidden_size or fallback[1]
     if num_heads and hidden_size:
         return num_heads, hidden_size, None
     has_attention = count_attention_blocks(proto) > 0

@@ -1,7 +1,8 @@
 """Quantization passes for Olive, registered through the ``olive.passes`` entry-point group.
 
 The passes live in one module each (``dynamic``, ``static``, ``quantization``, ``preprocess``,
-``blockwise``, ``float16``); Olive imports a module only when a workflow uses its pass. Importing this
+``blockwise``, ``float16``, ``sensitivity``, ``accuracy_guarded``); Olive imports a module only when a
+workflow uses its pass. Importing this
 package imports neither onnxruntime nor numpy.
 """
 

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 from olive.exceptions import PassConfigError
 from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
-from olive.search.search_parameter import Categorical
 from olive_passes_quant._checks import warn_unknown_nodes
 from olive_passes_quant._types import AccuracyLevel
 
@@ -39,7 +38,8 @@ class OnnxBlockWiseRtnQuantization(Pass):
             "block_size": PassConfigParam(
                 type_=int,
                 default_value=128,
-                search_defaults=Categorical([16, 32, 64, 128]),
+                # Not searched by default, as in Olive: it would multiply every search by four unasked. A search
+                # parameter in the workflow (Categorical [32, 128]) searches it.
                 description="Weights per block along K: a power of two, at least 16. Smaller is more accurate.",
             ),
             "is_symmetric": PassConfigParam(

@@ -18,6 +18,7 @@ from olive.passes.onnx.common import get_external_data_config, model_proto_to_ol
 from olive.search.search_parameter import Categorical, SpecialParamValue
 from olive_passes_quant._calibration import no_data_message
 from olive_passes_quant._checks import check_data_config_value, check_op_types, quantizable_op_types, warn_unknown_nodes
+from olive_passes_quant._legacy import translate_legacy_params
 from olive_passes_quant._params import (
     EXTRA_OPTION_PARAMS,
     common_params,
@@ -90,11 +91,11 @@ class OnnxQuantization(Pass):
         pass_key: str | None = None,
     ):
         owner = f"pass '{pass_key}' ({cls.pass_name()})" if pass_key else f"pass {cls.pass_name()}"
-        user = dict(config or {})
+        user = translate_legacy_params(owner, config)
         if cls._fixed_mode == QuantMode.STATIC and user.get("data_config") is None:
             # Say what calibration data is and where it comes from, not just "missing required param".
             raise PassConfigError(no_data_message(owner))
-        config_class, fixed, search = super().get_config_params(accelerator_spec, config, disable_search, pass_key)
+        config_class, fixed, search = super().get_config_params(accelerator_spec, user, disable_search, pass_key)
         check_op_types(owner, fixed)
         check_data_config_value(owner, fixed.get("data_config"))
         if "quant_mode" not in search and cls._mode(fixed) == QuantMode.STATIC and fixed.get("data_config") is None:
