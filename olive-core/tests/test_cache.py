@@ -221,13 +221,17 @@ def test_a_run_another_process_is_doing_is_waited_for_and_reused(tmp_path: Path)
 def test_locks_exclude_across_processes_and_shared_holders_coexist(tmp_path: Path) -> None:
     store = CacheStore(tmp_path / "cache")
     events = tmp_path / "events"
+    # Each holder keeps the lock until the test creates its release file, however slowly the processes start on
+    # a loaded machine; a fixed hold time would let the first reader leave before the second one got in.
     holder = (
         "import sys, time; from pathlib import Path; from olive.cache.store import CacheStore\n"
-        "store, events, shared = CacheStore(sys.argv[1]), Path(sys.argv[2]), sys.argv[3] == 'shared'\n"
+        "store, events = CacheStore(sys.argv[1]), Path(sys.argv[2])\n"
+        "shared, name = sys.argv[3] == 'shared', sys.argv[4]\n"
+        "with events.open('a') as f: f.write(name + '-waiting\\n')\n"
         "with store.lock('host-x', shared=shared):\n"
-        "    with events.open('a') as f: f.write(sys.argv[4] + '-in\\n')\n"
-        "    time.sleep(1)\n"
-        "    with events.open('a') as f: f.write(sys.argv[4] + '-out\\n')\n"
+        "    with events.open('a') as f: f.write(name + '-in\\n')\n"
+        "    while not (events.parent / f'release-{name}').exists(): time.sleep(0.01)\n"
+        "    with events.open('a') as f: f.write(name + '-out\\n')\n"
     )
 
     def start(mode: str, name: str) -> subprocess.Popen:
@@ -239,13 +243,24 @@ def test_locks_exclude_across_processes_and_shared_holders_coexist(tmp_path: Pat
             assert time.monotonic() < deadline, events.read_text() if events.exists() else "no events"
             time.sleep(0.02)
 
-    readers = [start("shared", "r1")]
+    def release(name: str) -> None:
+        (tmp_path / f"release-{name}").touch()
+
+    procs = [start("shared", "r1")]
     wait_for("r1-in")
-    readers.append(start("shared", "r2"))
+    procs.append(start("shared", "r2"))
     wait_for("r2-in")  # a second shared holder gets in while the first holds it
-    assert "r1-out" not in events.read_text().split()
-    writer = start("exclusive", "w")
-    for proc in [*readers, writer]:
+    procs.append(start("exclusive", "w"))
+    wait_for("w-waiting")
+    time.sleep(0.5)  # time for a lock that failed to exclude to let the writer in
+    assert "w-in" not in events.read_text().split()
+    release("r1")
+    wait_for("r1-out")
+    time.sleep(0.2)
+    assert "w-in" not in events.read_text().split()  # r2 still holds it shared
+    release("r2")
+    release("w")
+    for proc in procs:
         assert proc.wait(timeout=60) == 0
     lines = events.read_text().split()
     # The exclusive holder got in only after both shared holders left.
@@ -298,3 +313,25 @@ def test_files_a_config_names_are_keyed_by_content(tmp_path: Path, run_log: Path
     (tmp_path / "table.txt").write_text("b")
     olive.run(config)
     assert len(_ran(run_log)) == 3
+
+
+def test_a_cache_that_cannot_be_written_is_one_error_naming_the_folder(tmp_path: Path) -> None:
+    from olive.exceptions import CacheError
+
+    store = CacheStore(tmp_path / "c")
+    store.ensure()
+    # A file where the cache needs a folder fails the same way a read-only disk does, even for root.
+    for sub in ("locks", "tmp", "evals"):
+        (tmp_path / "c" / sub).rmdir()
+        (tmp_path / "c" / sub).write_text("in the way")
+    attempts = {
+        "lock": lambda: store.lock("x").__enter__(),
+        "new_run": lambda: store.new_run("ab" * 32).__enter__(),
+        "put_eval": lambda: store.put_eval("cd" * 32, {}),
+    }
+    for name, attempt in attempts.items():
+        with pytest.raises(CacheError) as info:
+            attempt()
+        message = str(info.value)
+        assert message.startswith(f"cannot write in the cache folder '{tmp_path / 'c'}' ("), (name, message)
+        assert message.endswith("; point cache_dir (or --cache-dir) at a writable folder"), (name, message)

@@ -63,6 +63,29 @@ def test_passes_table(runner):
         assert cell in row
 
 
+class OnnxAccuracyGuardedQuantizationTwo(Pass):
+    """Int8 quantization that keeps sensitive nodes in float."""
+
+    @classmethod
+    def _default_config(cls, accelerator_spec):
+        return {}
+
+    def _run_for_config(self, model, config, output_model_path):
+        return model
+
+
+def test_passes_listing_stays_readable_in_80_columns(runner, isolated_registry):
+    # Long names leave a table's summary column a few letters wide: each pass becomes a block instead.
+    isolated_registry.register(OnnxAccuracyGuardedQuantizationTwo, distribution="olive-passes-quantization-extra")
+    result = runner.invoke(cli, ["passes"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    lines = [line.rstrip() for line in result.output.splitlines()]
+    assert max(len(line) for line in lines) <= 80
+    assert "  OnnxAccuracyGuardedQuantizationTwo  olive-passes-quantization-extra 0  ok" in lines
+    assert "      Int8 quantization that keeps sensitive nodes in float." in lines
+    assert "      Tune a model's session options." in lines
+
+
 def test_passes_json(runner):
     result = runner.invoke(cli, ["passes", "--json"])
     assert json.loads(result.stdout) == [

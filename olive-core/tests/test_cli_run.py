@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 from test_engine_support import base_workflow, count_matmuls, make_registry, write_mlp
 
 from olive.cli.main import cli
+from olive.passes import Pass, PassConfigParam
+from olive.passes.onnx.common import model_proto_to_olive_model
 from olive.plugins.registry import use_registry
 
 TESTS_DIR = Path(__file__).parent
@@ -308,3 +310,191 @@ def test_unparsable_files_are_exit_2(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "is not valid YAML" in result.stderr
     result = _invoke("run", "--config", str(tmp_path / "missing.json"))
     assert result.exit_code == 2 and "does not exist" in result.stderr
+
+
+# --------------------------------------------------------------------------------------------------
+# Bad files and folders: found before anything runs, exit 2, one line, nothing created.
+# --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("output_dir", "afile", "output_dir: '{root}/afile' is a file, not a folder; point output_dir at a folder"),
+        (
+            "output_dir",
+            "afile/sub",
+            "output_dir: '{root}/afile' (in output_dir '{root}/afile/sub') is a file, not a folder; "
+            "point output_dir at a folder",
+        ),
+        ("cache_dir", "afile", "cache_dir: '{root}/afile' is a file, not a folder; point cache_dir at a folder"),
+    ],
+)
+def test_a_file_where_a_folder_belongs_is_exit_2_before_any_pass_runs(
+    tmp_path: Path, key: str, value: str, message: str
+) -> None:
+    (tmp_path / "afile").write_text("keep me")
+    data = {"cache_dir": "cache", "output_dir": "out", **base_workflow(tmp_path), key: value}
+    data["cache_dir"], data["output_dir"] = (
+        str(tmp_path / data["cache_dir"]),
+        str(tmp_path / data["output_dir"]),
+    )
+    result = _invoke("run", "--config", str(_write(tmp_path / "wf.json", data)))
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == "Error: " + message.format(root=tmp_path)
+    assert (tmp_path / "afile").read_text() == "keep me"
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "out").exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through folder permissions")
+def test_a_read_only_cache_dir_is_exit_2_before_any_pass_runs(tmp_path: Path) -> None:
+    (tmp_path / "ro").mkdir()
+    (tmp_path / "ro").chmod(0o555)
+    data = base_workflow(tmp_path)
+    data["cache_dir"] = str(tmp_path / "ro" / "cache")
+    try:
+        result = _invoke("run", "--config", str(_write(tmp_path / "wf.json", data)))
+    finally:
+        (tmp_path / "ro").chmod(0o755)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == (
+        f"Error: cache_dir: cannot write in '{tmp_path / 'ro'}' (in cache_dir '{tmp_path / 'ro' / 'cache'}'); "
+        "point cache_dir at a writable folder"
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [(b"this is not a protobuf", "DecodeError"), (b"", "it holds no graph")],
+)
+def test_an_input_model_that_is_not_onnx_is_exit_2_and_creates_nothing(
+    tmp_path: Path, content: bytes, reason: str
+) -> None:
+    data = base_workflow(tmp_path)
+    Path(data["input_model"]["model_path"]).write_bytes(content)
+    result = _invoke("run", "--config", str(_write(tmp_path / "wf.json", data)))
+    assert result.exit_code == 2, result.output
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"Error: input_model: '{data['input_model']['model_path']}' is not a valid ONNX model")
+    assert reason in line
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "out").exists()
+
+
+def test_run_pass_bad_model_and_output_are_exit_2_with_one_line(tmp_path: Path) -> None:
+    model = write_mlp(tmp_path / "in")
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "bogus.onnx").write_text("not onnx")
+    bad_model = _invoke("run-pass", "--pass-name", "AddMatMuls", "-m", str(tmp_path / "bogus.onnx"), "-o", "o")
+    assert bad_model.exit_code == 2 and bad_model.stderr.startswith("Error: --model: ")
+    under_file = _invoke("run-pass", "--pass-name", "AddMatMuls", "-m", str(model), "-o", str(tmp_path / "afile/o"))
+    assert under_file.exit_code == 2
+    assert (
+        under_file.stderr.strip()
+        == f"Error: --output: cannot create the folder '{tmp_path / 'afile/o'}' (Not a directory)"
+    )
+    missing = _invoke("run-pass", "--pass-name", "AddMatMuls", "--pass-config", "cfg.json", "-m", str(model), "-o", "o")
+    assert missing.exit_code == 2 and "'cfg.json' is neither a JSON object nor an existing file" in missing.stderr
+    device = _invoke("run-pass", "--pass-name", "AddMatMuls", "-m", str(model), "-o", "o", "--device", "tpu")
+    assert device.exit_code == 2 and "'tpu' is not one of 'cpu', 'gpu', 'npu'" in device.stderr
+    assert not Path("o").exists()
+
+
+class _WritesThenFails(Pass):
+    """Writes its output model, then raises: what a pass that crashes half-way leaves behind."""
+
+    @classmethod
+    def _default_config(cls, accelerator_spec: Any) -> dict[str, PassConfigParam]:
+        return {}
+
+    def _run_for_config(self, model: Any, config: Any, output_model_path: str) -> Any:
+        model_proto_to_olive_model(model.load_model(), output_model_path, {})
+        raise RuntimeError("crashed after writing")
+
+
+def test_a_failing_run_pass_leaves_the_output_folder_as_it_was(tmp_path: Path, _registry: Any) -> None:
+    _registry.register(_WritesThenFails, name="WritesThenFails")
+    model = write_mlp(tmp_path / "in")
+    fresh = _invoke("run-pass", "--pass-name", "WritesThenFails", "-m", str(model), "-o", str(tmp_path / "new"))
+    assert fresh.exit_code == 1 and "crashed after writing" in fresh.stderr
+    assert not (tmp_path / "new").exists()
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "notes.txt").write_text("mine")
+    into_old = _invoke("run-pass", "--pass-name", "WritesThenFails", "-m", str(model), "-o", str(tmp_path / "old"))
+    assert into_old.exit_code == 1
+    assert sorted(p.name for p in (tmp_path / "old").iterdir()) == ["notes.txt"]
+
+
+def test_candidates_in_80_columns_show_every_searched_value_whole(tmp_path: Path) -> None:
+    data = base_workflow(
+        tmp_path,
+        passes={"add": {"type": "AddMatMuls"}, "scale": {"type": "ScaleOutput"}},
+        search_strategy={"execution_order": "joint", "sampler": "sequential", "max_samples": 2},
+        evaluators={
+            "common": {
+                "metrics": [
+                    {"name": "model_size", "type": "size_on_disk", "sub_types": [{"name": "bytes", "priority": 1}]},
+                    {"name": "size_again", "type": "size_on_disk", "sub_types": [{"name": "bytes", "priority": 2}]},
+                ]
+            }
+        },
+        evaluator="common",
+    )
+    result = CliRunner().invoke(
+        cli, ["run", "--config", str(_write(tmp_path / "wf.json", data))], env={"COLUMNS": "80"}
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    words = result.stdout.split()
+    # A value cut to fit ("trunca…") would be unreadable; each searched value appears whole.
+    for value in ("n=0", "extra=False", "scale=1.0", "truncate=False", "truncate=True"):
+        assert value in words, result.stdout
+    assert not any("…" in word for word in words), result.stdout
+
+
+def test_an_output_dir_holding_the_input_model_is_exit_2_and_the_model_is_kept(tmp_path: Path) -> None:
+    data = base_workflow(tmp_path)
+    model = Path(data["input_model"]["model_path"])
+    assert model.name == "model.onnx"
+    before = model.read_bytes()
+    data["output_dir"] = str(model.parent)
+    result = _invoke("run", "--config", str(_write(tmp_path / "wf.json", data)))
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == (
+        f"Error: output_dir: '{model.parent}' holds the input model as model.onnx, which the best model would "
+        "replace; choose another output_dir"
+    )
+    assert model.read_bytes() == before
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root deletes through folder permissions")
+def test_a_cache_clean_that_fails_part_way_says_so_and_keeps_the_marker(tmp_path: Path) -> None:
+    config = _write(tmp_path / "wf.json", base_workflow(tmp_path))
+    assert _invoke("run", "--config", str(config)).exit_code == 0
+    locked = next((tmp_path / "cache" / "runs").iterdir())
+    locked.chmod(0o555)
+    try:
+        result = _invoke("cache", "clean", "--cache-dir", str(tmp_path / "cache"))
+    finally:
+        locked.chmod(0o755)
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"Error: cannot delete the cache in '{tmp_path / 'cache'}' (")
+    assert result.stderr.strip().endswith("fix its permissions and run `olive cache clean` again")
+    assert (tmp_path / "cache" / "olive-cache.json").is_file()
+    assert _invoke("cache", "clean", "--cache-dir", str(tmp_path / "cache")).exit_code == 0
+    assert not (tmp_path / "cache").exists()
+
+
+def test_cache_clean_deletes_only_the_cache_from_a_folder_holding_other_files(tmp_path: Path) -> None:
+    # cache_dir pointed at a project folder: cleaning the cache must not take the project with it.
+    project = tmp_path / "project"
+    data = base_workflow(project, cache_dir=str(project), output_dir=str(project / "out"))
+    (project / "notes.txt").write_text("mine")
+    config = _write(project / "wf.json", data)
+    assert _invoke("run", "--config", str(config)).exit_code == 0
+    assert (project / "runs").is_dir()
+    result = _invoke("cache", "clean", "--cache-dir", str(project))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == f"removed the cache from {project}; the folder's other files were kept"
+    assert sorted(p.name for p in project.iterdir()) == ["input", "notes.txt", "out", "wf.json"]
+    # clean_cache in the workflow goes through the same path.
+    assert _invoke("run", "--config", str(_write(project / "wf.json", {**data, "clean_cache": True}))).exit_code == 0
+    assert (project / "notes.txt").read_text() == "mine" and (project / "input" / "model.onnx").is_file()

@@ -100,6 +100,15 @@ def test_npz_with_mismatched_sample_counts_is_a_clear_error(tmp_path):
         ({"name": "x", "type": "DataContainer"}, r"load_dataset_config: a DataContainer needs"),
         ({"name": "x", "load_dataset_config": {"type": "my_loader"}}, r"not a built-in component; set user_script"),
         ({"name": "x", "user_script": "nope.py", "load_dataset_config": {"type": "f"}}, r"user_script: .*nope.py"),
+        # Found when the config is read, not when the first evaluation asks for a batch.
+        (
+            {"name": "x", "type": "DummyDataContainer", "dataloader_config": {"batch_size": 0}},
+            r"^data_configs\[0\].dataloader_config.batch_size: expected a whole number of 1 or more, got 0$",
+        ),
+        (
+            {"name": "x", "type": "DummyDataContainer", "dataloader_config": {"params": {"batch_size": "8"}}},
+            r"^data_configs\[0\].dataloader_config.batch_size: expected a whole number of 1 or more, got '8'$",
+        ),
     ],
 )
 def test_invalid_data_configs_name_the_json_path(tmp_path, spec, message):

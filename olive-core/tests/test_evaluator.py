@@ -226,7 +226,8 @@ def test_accuracy_without_labels_says_how_to_add_them(tmp_path):
     evaluator = _evaluator(
         [{"name": "acc", "type": "accuracy", "data_config": "d"}], {"d": _npz_config("d", tmp_path / "d.npz")}
     )
-    with pytest.raises(OliveError, match=r"metric 'acc'.*needs labels.*data config 'd'.*'labels' array"):
+    # A WorkflowConfigError, so `olive run` exits 2 as for any other data that does not fit the workflow.
+    with pytest.raises(WorkflowConfigError, match=r"metric 'acc'.*needs labels.*data config 'd'.*'labels' array"):
         evaluator.evaluate(model)
 
 

@@ -103,6 +103,13 @@ def test_not_onnx_is_a_clear_error(tmp_path):
         ONNXModelHandler(bogus).validate()
 
 
+def test_empty_file_is_not_a_valid_model(tmp_path):
+    # protobuf reads zero bytes as an empty ModelProto; validate() must not pass it on to onnxruntime.
+    (tmp_path / "empty.onnx").write_bytes(b"")
+    with pytest.raises(ModelLoadError, match=r"empty.onnx' is not a valid ONNX model \(it holds no graph\)"):
+        ONNXModelHandler(tmp_path / "empty.onnx").validate()
+
+
 def test_folder_with_several_models_needs_a_file_name(tmp_path):
     for name in ("a.onnx", "b.onnx"):
         onnx.save(_matmul_model(), tmp_path / name)

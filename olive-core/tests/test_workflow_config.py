@@ -184,3 +184,44 @@ def test_a_search_space_left_without_valid_points_is_a_config_error(tmp_path: Pa
         prepare(data)
     data["passes"]["add"]["extra"] = True
     assert prepare(data).search_space_sizes() == {"add": 1}
+
+
+@pytest.mark.parametrize(
+    ("strategy", "message"),
+    [
+        (
+            {"sampler": "tpe", "sampler_config": {"n_startup": 3}},
+            "search_strategy.sampler_config.n_startup: unknown option of the tpe sampler (did you mean "
+            "'n_startup_trials'?); valid keys here: n_startup_trials, multivariate, group, max_repeats",
+        ),
+        (
+            {"sampler": "tpe", "sampler_config": {"n_startup_trials": "3"}},
+            'search_strategy.sampler_config.n_startup_trials: expected a whole number, got a string ("3")',
+        ),
+        (
+            {"sampler_config": {"seed": 3}},
+            "search_strategy.sampler_config.seed: unknown option of the sequential sampler; it takes none",
+        ),
+    ],
+)
+def test_options_a_builtin_sampler_does_not_read_are_config_errors(
+    tmp_path: Path, strategy: dict, message: str
+) -> None:
+    # A misspelt option used to be dropped without a word, so the search ran with the defaults.
+    with pytest.raises(WorkflowConfigError) as info:
+        load_workflow_config(base_workflow(tmp_path, search_strategy=strategy))
+    assert str(info.value) == message
+    config = load_workflow_config(
+        base_workflow(tmp_path, search_strategy={"sampler": "tpe", "sampler_config": {"n_startup_trials": 3}})
+    )
+    assert config.search_strategy.sampler_config == {"n_startup_trials": 3}
+
+
+def test_an_empty_config_file_says_it_is_empty(tmp_path: Path) -> None:
+    for name in ("wf.json", "wf.yaml"):
+        (tmp_path / name).write_text("\n")
+        with pytest.raises(WorkflowConfigError) as info:
+            load_workflow_config(tmp_path / name)
+        assert str(info.value) == (
+            f"config file '{tmp_path / name}' is empty; write a workflow into it (`olive quickstart` writes an example)"
+        )

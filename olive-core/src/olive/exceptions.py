@@ -61,3 +61,7 @@ class PassRunError(OliveError):
 
 class TemplateError(OliveError):
     """A pass distribution cannot be created from the template (a bad name, an existing folder, ...)."""
+
+
+class CacheError(OliveError):
+    """The cache folder cannot be written (read-only, no permission, disk full...)."""

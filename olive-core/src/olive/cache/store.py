@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 MARKER = "olive-cache.json"
+_SUBFOLDERS = ("runs", "evals", "tmp", "locks")
 _FORMAT = 1
 # In-process memo of file hashes: (path, inode, size, mtime_ns) -> sha256. Hashing big models on every
 # lookup would dominate a fully cached run.
@@ -96,12 +97,26 @@ class CacheStore:
     def ensure(self) -> None:
         if self._ensured:
             return
-        for sub in ("runs", "evals", "tmp", "locks"):
-            (self.root / sub).mkdir(parents=True, exist_ok=True)
-        marker = self.root / MARKER
-        if not marker.exists():
-            self._write_json_atomic(marker, {"format": _FORMAT, "created_by": "olive"})
+        with self._writing():
+            for sub in _SUBFOLDERS:
+                (self.root / sub).mkdir(parents=True, exist_ok=True)
+            marker = self.root / MARKER
+            if not marker.exists():
+                self._write_json_atomic(marker, {"format": _FORMAT, "created_by": "olive"})
         self._ensured = True
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Turn a failed write into one error naming the cache folder (a read-only cache serves only hits)."""
+        try:
+            yield
+        except OSError as exc:
+            from olive.exceptions import CacheError
+
+            raise CacheError(
+                f"cannot write in the cache folder '{self.root}' ({exc.strerror or exc}: {exc.filename}); "
+                "point cache_dir (or --cache-dir) at a writable folder"
+            ) from exc
 
     def is_cache(self) -> bool:
         return (self.root / MARKER).is_file()
@@ -146,7 +161,8 @@ class CacheStore:
         """
         self.ensure()
         tmp = self.root / "tmp" / f"{os.getpid()}-{key[:16]}-{uuid.uuid4().hex[:8]}"
-        tmp.mkdir(parents=True)
+        with self._writing():
+            tmp.mkdir(parents=True)
         try:
             yield tmp
         except BaseException:
@@ -182,8 +198,10 @@ class CacheStore:
             return
         self.ensure()
         path = self.root / "locks" / f"{name}.lock"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a") as handle:
+        with self._writing():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handle = path.open("a")
+        with handle:
             fcntl.flock(handle.fileno(), fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
             try:
                 yield
@@ -203,7 +221,8 @@ class CacheStore:
 
     def put_eval(self, key: str, value: dict[str, Any]) -> None:
         self.ensure()
-        self._write_json_atomic(self.eval_path(key), value)
+        with self._writing():
+            self._write_json_atomic(self.eval_path(key), value)
 
     # ------------------------------------------------------------------------------------------
     def _write_json_atomic(self, path: Path, value: Any) -> None:
@@ -235,7 +254,18 @@ class CacheStore:
         }
 
     def clean(self) -> None:
-        """Delete the whole cache folder (only one this class made)."""
-        if self.root.exists():
-            shutil.rmtree(self.root)
+        """Delete what the cache holds, and its folder once nothing else is in it.
+
+        Only the cache's own entries go: a cache_dir pointed at a folder with other files in it (a project
+        folder) keeps them. The marker goes last, so a clean that fails part-way (a file it may not delete)
+        leaves a folder still recognized as a cache, and cleaning it again after fixing the cause works.
+        """
         self._ensured = False
+        if not self.root.exists():
+            return
+        for sub in _SUBFOLDERS:
+            if (self.root / sub).is_dir():
+                shutil.rmtree(self.root / sub)
+        (self.root / MARKER).unlink(missing_ok=True)
+        if not any(self.root.iterdir()):
+            self.root.rmdir()

@@ -57,5 +57,16 @@ def cache_clean(cache_dir: Path) -> None:
     if not store.is_cache():
         click.echo(f"Error: {store.root} is not an Olive cache (no olive-cache.json); not deleting it", err=True)
         sys.exit(1)
-    store.clean()
-    click.echo(f"removed {store.root}")
+    try:
+        store.clean()
+    except OSError as exc:
+        click.echo(
+            f"Error: cannot delete the cache in '{store.root}' ({exc.strerror or exc}: {exc.filename}); fix its "
+            "permissions and run `olive cache clean` again",
+            err=True,
+        )
+        sys.exit(1)
+    if store.root.exists():
+        click.echo(f"removed the cache from {store.root}; the folder's other files were kept")
+    else:
+        click.echo(f"removed {store.root}")

@@ -54,6 +54,8 @@ def passes_command(name: str | None, as_json: bool, check: bool) -> None:
 
 
 _STATUS_STYLE = {"ok": "green", "not loaded": "dim", "failed": "bold red", "blocked": "yellow"}
+# Below this many columns for the summary the table is unreadable (a word per line).
+_MIN_SUMMARY_WIDTH = 30
 
 
 def _summaries(entries: list[PassEntry]) -> dict[int, str | None]:
@@ -66,11 +68,36 @@ def _summaries(entries: list[PassEntry]) -> dict[int, str | None]:
 def _print_table(entries: list[PassEntry], summaries: dict[int, str | None]) -> None:
     from rich import box
     from rich.console import Console
+    from rich.padding import Padding
     from rich.table import Table
+    from rich.text import Text
 
     console = Console()
     if not entries:
         console.print("No passes installed. Install a pass distribution, e.g. `pip install olive-passes-quant`.")
+        return
+    rows = [
+        (
+            entry.name,
+            entry.distribution,
+            entry.version,
+            entry.status if entry.status != "failed" else f"failed: {entry.error}",
+            _STATUS_STYLE.get(entry.status, ""),
+            summaries[id(entry)] or "-",
+        )
+        for entry in entries
+    ]
+    fixed = sum(max(len(row[i]) for row in rows) for i in range(3)) + max(10, *(min(len(r[3]), 30) for r in rows))
+    # Five columns with their padding, and room for a readable summary; otherwise one block per pass.
+    if console.width - fixed - 12 < _MIN_SUMMARY_WIDTH:
+        console.print("[bold]Installed passes[/]")
+        for name, distribution, version, status, style, summary in rows:
+            console.print(
+                f"  [bold cyan]{_escape(name)}[/]  {_escape(distribution)} {_escape(version)}  "
+                f"[{style}]{_escape(status)}[/]",
+                highlight=False,
+            )
+            console.print(Padding(Text(summary), (0, 0, 0, 6)))
         return
     table = Table(title="Installed passes", title_justify="left", box=box.SIMPLE_HEAD)
     table.add_column("Name", no_wrap=True)
@@ -78,16 +105,8 @@ def _print_table(entries: list[PassEntry], summaries: dict[int, str | None]) -> 
     table.add_column("Version", overflow="fold")
     table.add_column("Status", overflow="fold", min_width=10)
     table.add_column("Summary", overflow="fold")
-    for entry in entries:
-        status = entry.status if entry.status != "failed" else f"failed: {entry.error}"
-        style = _STATUS_STYLE.get(entry.status, "")
-        table.add_row(
-            entry.name,
-            entry.distribution,
-            entry.version,
-            f"[{style}]{_escape(status)}[/]",
-            _escape(summaries[id(entry)] or "-"),
-        )
+    for name, distribution, version, status, style, summary in rows:
+        table.add_row(name, distribution, version, f"[{style}]{_escape(status)}[/]", _escape(summary))
     console.print(table)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -15,12 +16,21 @@ def _parse_config(text: str | None) -> dict:
     if not text:
         return {}
     path = Path(text)
-    if not text.lstrip().startswith("{") and path.is_file():
+    is_file = not text.lstrip().startswith("{") and path.is_file()
+    if is_file:
         text = path.read_text(encoding="utf-8")
     try:
         data = json.loads(text)
     except ValueError as exc:
-        raise WorkflowConfigError(f"--pass-config: not valid JSON ({exc}); give a JSON object or a JSON file") from None
+        if not is_file and not text.lstrip().startswith(("{", "[")):
+            raise WorkflowConfigError(
+                f"--pass-config: '{text}' is neither a JSON object nor an existing file; give a JSON object "
+                "(e.g. '{\"per_channel\": true}') or the path of a JSON file"
+            ) from None
+        where = f"file '{path}'" if is_file else "value"
+        raise WorkflowConfigError(
+            f"--pass-config: the {where} is not valid JSON ({exc}); give a JSON object or a JSON file"
+        ) from None
     if not isinstance(data, dict):
         raise WorkflowConfigError("--pass-config: expected a JSON object of pass params")
     return data
@@ -45,7 +55,13 @@ def _parse_config(text: str | None) -> dict:
     type=click.Path(file_okay=False, path_type=Path),
     help="Folder for the output model.",
 )
-@click.option("--device", default="cpu", show_default=True, help="Target device (cpu, gpu, npu).")
+@click.option(
+    "--device",
+    type=click.Choice(["cpu", "gpu", "npu"], case_sensitive=False),
+    default="cpu",
+    show_default=True,
+    help="Target device.",
+)
 @click.option("--execution-provider", default="CPUExecutionProvider", show_default=True)
 @click.option("--verbose", "-v", is_flag=True, help="Show tracebacks of errors.")
 def run_pass_command(
@@ -71,7 +87,7 @@ def run_pass_command(
 
 
 def _run(pass_name: str, pass_config: str | None, model_path: Path, output_dir: Path, device: str, ep: str):
-    from olive.exceptions import UnknownPassError
+    from olive.exceptions import ExecutionProviderError, ModelLoadError, UnknownPassError
     from olive.hardware.accelerator import AcceleratorSpec, filter_execution_providers
     from olive.model.handler import ONNXModelHandler
     from olive.plugins.registry import get_registry
@@ -81,15 +97,35 @@ def _run(pass_name: str, pass_config: str | None, model_path: Path, output_dir: 
         pass_class = get_registry().get_pass_class(pass_name)
     except UnknownPassError as exc:
         raise WorkflowConfigError(f"--pass-name: {exc}") from exc
-    accelerator = AcceleratorSpec(device, filter_execution_providers([ep])[0])
+    try:
+        accelerator = AcceleratorSpec(device, filter_execution_providers([ep])[0])
+    except ExecutionProviderError as exc:
+        raise WorkflowConfigError(f"--execution-provider: {exc}") from exc
     model = ONNXModelHandler(str(model_path.resolve()))
-    model.validate()
+    try:
+        model.validate()
+    except ModelLoadError as exc:
+        raise WorkflowConfigError(f"--model: {exc}") from exc
     resolved = pass_class.generate_config(accelerator, config, disable_search=True, pass_key=pass_name)
-    output_dir.mkdir(parents=True, exist_ok=True)
+    existed = output_dir.is_dir()
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WorkflowConfigError(f"--output: cannot create the folder '{output_dir}' ({exc.strerror or exc})") from exc
+    before = set(output_dir.iterdir())
     instance = pass_class(accelerator, resolved)
     try:
         return instance.run(model, str(output_dir.resolve()))
-    except OliveError:
-        raise
-    except Exception as exc:
+    except BaseException as exc:
+        # What a failed or interrupted pass wrote is not a model: leave the folder as it was.
+        if existed:
+            for entry in set(output_dir.iterdir()) - before:
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
+        else:
+            shutil.rmtree(output_dir, ignore_errors=True)
+        if isinstance(exc, OliveError) or not isinstance(exc, Exception):
+            raise
         raise PassRunError(f"pass {pass_name} failed: {type(exc).__name__}: {exc}") from exc

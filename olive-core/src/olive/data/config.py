@@ -197,6 +197,13 @@ class DataConfig:
                     f"{json_path}.{field}.type: '{comp.type}' is not a built-in component; set user_script to the "
                     "file that defines it"
                 )
+        loader = self.dataloader_config
+        if (loader.type or COMMON_DEFAULTS["dataloader"]) == "default_dataloader" and "batch_size" in loader.params:
+            size = loader.params["batch_size"]
+            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+                raise WorkflowConfigError(
+                    f"{json_path}.dataloader_config.batch_size: expected a whole number of 1 or more, got {size!r}"
+                )
         if self.type == "NpzDataContainer" and not load.type:
             path = load.params.get("data_path") or load.params.get("data_dir")
             if not path:

@@ -99,8 +99,9 @@ class Engine:
     def run(self) -> WorkflowOutput:
         from olive.cache.store import hash_model
 
+        # prepare() has validated the input model (a config error, before the cache is made); parsing a large
+        # model again here would add to every run's fixed cost.
         input_model = self.workflow.input_model.create_handler()
-        input_model.validate()
         input_hash = hash_model(input_model)
         node = FootprintNode(
             model_id=INPUT_MODEL_ID, model_path=input_model.model_path, model_json=input_model.to_json()

@@ -387,7 +387,8 @@ class _Run:
         preds, _, labels, count = self._predictions(metric)
         where = self.evaluator.data_config_of(metric)
         if any(label is None for label in labels):
-            raise OliveError(
+            # The workflow pairs a labelled metric with unlabelled data: a config error, like a missing input.
+            raise WorkflowConfigError(
                 f"metric '{metric.name}' ({metric.json_path}) needs labels, but "
                 f"{where.where if where else 'its data'} yields batches without them; add a 'labels' array to "
                 "the .npz or return (inputs, label) from the dataset"

@@ -118,7 +118,10 @@ class ONNXModelHandler(OliveModelHandler):
 
     def validate(self) -> None:
         """Check that the file exists and parses as ONNX (without loading external weights)."""
-        self.load_model(load_external_data=False)
+        proto = self.load_model(load_external_data=False)
+        # Protobuf parses an empty (or truncated-to-nothing) file as an empty ModelProto without complaint.
+        if not proto.HasField("graph"):
+            raise ModelLoadError(f"'{self.model_path}' is not a valid ONNX model (it holds no graph); check the file")
 
     def load_model(self, load_external_data: bool = True) -> onnx.ModelProto:
         """Load the ``ModelProto`` (with its external data unless asked not to)."""

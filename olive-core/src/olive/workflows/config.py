@@ -61,6 +61,17 @@ INPUT_MODEL_FIELDS = (
 )
 PASS_RESERVED_KEYS = ("type", "config", "user_script", "script_dir", "disable_search")
 SAMPLERS = ("sequential", "random", "tpe")
+# sampler_config keys the built-in samplers read, with their types (plugin samplers check their own).
+SAMPLER_OPTIONS: dict[str, dict[str, tuple[type, str]]] = {
+    "sequential": {},
+    "random": {},
+    "tpe": {
+        "n_startup_trials": (int, "a whole number"),
+        "multivariate": (bool, "true or false"),
+        "group": (bool, "true or false"),
+        "max_repeats": (int, "a whole number"),
+    },
+}
 EXECUTION_ORDERS = ("joint", "pass-by-pass")
 EXECUTOR_TYPES = ("sequential", "process", "ray")
 START_METHODS = ("fork", "forkserver", "spawn")
@@ -274,6 +285,10 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise WorkflowConfigError(f"config file '{path}' does not exist; check the --config path")
     text = path.read_text(encoding="utf-8")
+    if not text.strip():
+        raise WorkflowConfigError(
+            f"config file '{path}' is empty; write a workflow into it (`olive quickstart` writes an example)"
+        )
     try:
         if path.suffix.lower() in (".yaml", ".yml"):
             import yaml
@@ -673,7 +688,22 @@ class _Parser:
             kwargs["max_time"] = float(max_time)
         if value.get("executor") is not None:
             kwargs["executor"] = self.executor(value["executor"], f"{path}.executor")
+        sampler = kwargs.get("sampler", "sequential")
+        if sampler in SAMPLER_OPTIONS:
+            self.sampler_options(kwargs.get("sampler_config", {}), sampler, f"{path}.sampler_config")
         return SearchStrategyConfig(**kwargs)
+
+    @staticmethod
+    def sampler_options(options: dict[str, Any], sampler: str, path: str) -> None:
+        allowed = SAMPLER_OPTIONS[sampler]
+        for key, option in options.items():
+            if key not in allowed:
+                takes = f"valid keys here: {', '.join(allowed)}" if allowed else "it takes none"
+                raise _fail(
+                    _path(path, key),
+                    f"unknown option of the {sampler} sampler{closest_match_hint(key, allowed)}; {takes}",
+                )
+            _expect(option, allowed[key][0], _path(path, key), allowed[key][1])
 
     def executor(self, value: Any, path: str) -> ExecutorConfig:
         if isinstance(value, str):

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from olive.exceptions import WorkflowConfigError
+from olive.exceptions import OliveError, WorkflowConfigError
 
 if TYPE_CHECKING:
     from olive.engine.output import WorkflowOutput
@@ -68,6 +69,38 @@ def _accelerator(workflow: WorkflowConfig) -> tuple[AcceleratorSpec, list[str]]:
     return AcceleratorSpec(accelerator.device, providers[0]), providers
 
 
+def _check_folder(path: Path, key: str) -> None:
+    """Raise unless ``path`` is, or can be made, a folder this process can write in.
+
+    Checked before anything runs: otherwise a file in the way or a read-only disk surfaces as a bare
+    ``OSError`` only once every pass has run.
+    """
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    where = f"'{existing}'" if existing == path else f"'{existing}' (in {key} '{path}')"
+    if not existing.is_dir():
+        raise WorkflowConfigError(f"{key}: {where} is a file, not a folder; point {key} at a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise WorkflowConfigError(f"{key}: cannot write in {where}; point {key} at a writable folder")
+
+
+def _check_input_model(workflow: WorkflowConfig) -> None:
+    """A model file that is not ONNX is a config problem, found before the cache or any output is made."""
+    from olive.exceptions import ModelLoadError
+
+    try:
+        model = workflow.input_model.create_handler()
+        model.validate()
+    except ModelLoadError as exc:
+        raise WorkflowConfigError(f"input_model: {exc}") from exc
+    if (workflow.output_dir / "model.onnx").resolve() == Path(model.model_path).resolve():
+        raise WorkflowConfigError(
+            f"output_dir: '{workflow.output_dir}' holds the input model as model.onnx, which the best model would "
+            "replace; choose another output_dir"
+        )
+
+
 def strategy_executor(workflow: WorkflowConfig) -> str:
     """The type of executor the workflow's search runs its trials on."""
     strategy = workflow.search_strategy
@@ -76,11 +109,17 @@ def strategy_executor(workflow: WorkflowConfig) -> str:
 
 def prepare(config_or_path: Any, **overrides: Any) -> PreparedWorkflow:
     """Validate the workflow and resolve every pass config; raises before anything runs."""
+    from olive.cache.store import CacheStore
     from olive.engine.plan import resolve_plan
     from olive.search.samplers import BUILTIN_SAMPLERS, available_samplers
     from olive.workflows.config import load_workflow_config
 
     workflow = load_workflow_config(config_or_path, **overrides)
+    # A read-only cache that already holds every result still serves a fully cached run.
+    if not CacheStore(workflow.cache_dir).is_cache():
+        _check_folder(workflow.cache_dir, "cache_dir")
+    _check_folder(workflow.output_dir, "output_dir")
+    _check_input_model(workflow)
     accelerator, providers = _accelerator(workflow)
     plans = resolve_plan(workflow, accelerator)
     from olive.engine.evaluation import check_evaluator
@@ -138,7 +177,13 @@ def execute(prepared: PreparedWorkflow, show_progress: bool = False) -> Workflow
         olive_logger.setLevel(_LEVELS.get(workflow.log_severity_level, logging.INFO))
     cache = CacheStore(workflow.cache_dir)
     if workflow.clean_cache and cache.is_cache():
-        cache.clean()
+        try:
+            cache.clean()
+        except OSError as exc:
+            raise OliveError(
+                f"clean_cache: cannot delete the cache in '{cache.root}' ({exc.strerror or exc}: {exc.filename}); "
+                "fix its permissions or set clean_cache to false"
+            ) from exc
     cache.ensure()
     cache.clean_stale_tmp()
     evaluator = None
@@ -173,7 +218,13 @@ def execute(prepared: PreparedWorkflow, show_progress: bool = False) -> Workflow
             show_progress,
         )
         output = engine.run()
-        write_outputs(output, workflow)
+        try:
+            write_outputs(output, workflow)
+        except OSError as exc:
+            raise OliveError(
+                f"output_dir: writing the results into '{workflow.output_dir}' failed "
+                f"({type(exc).__name__}: {exc}); the runs are cached, so rerunning after fixing it is quick"
+            ) from exc
     except BaseException as exc:
         fire("olive_workflow_end", workflow=workflow, output=output, error=exc)
         raise
