@@ -566,10 +566,13 @@ class Engine:
             node.error = f"{type(error).__name__}: {error}"
             logger.debug("Pass %s failed:\n%s", pass_key, "".join(traceback.format_exception(error)))
             if not self.workflow.search_enabled:
+                message = _without_pass_prefix(str(error), pass_key, pass_name)
                 if isinstance(error, PassConfigError | WorkflowConfigError):
                     # e.g. calibration data that does not fit the model: a config problem (exit code 2)
-                    raise type(error)(f"pass '{pass_key}' ({pass_name}): {error}") from error
-                raise PassRunError(f"pass '{pass_key}' ({pass_name}) failed: {node.error}") from error
+                    raise type(error)(f"pass '{pass_key}' ({pass_name}): {message}") from error
+                raise PassRunError(
+                    f"pass '{pass_key}' ({pass_name}) failed: {type(error).__name__}: {message}"
+                ) from error
             logger.warning("Pass '%s' (%s) failed: %s", pass_key, pass_name, node.error)
             return node, "failed"
         node.model_path = output_model.model_path
@@ -713,3 +716,11 @@ class Engine:
                 return output
         output.best = self._rank(pool)[0]
         return output
+
+
+def _without_pass_prefix(message: str, pass_key: str, pass_name: str) -> str:
+    # Pass errors often start by naming the pass already; the engine's own prefix says it once.
+    for prefix in (f"pass '{pass_key}' ({pass_name}): ", f"pass {pass_name}: ", f"{pass_name}: "):
+        if message.startswith(prefix):
+            return message[len(prefix) :]
+    return message
