@@ -17,7 +17,22 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 RUN = HERE / "minilm" / "run.py"
-ROW_KEYS = ["fp32", "opt", "dyn", "static", "opt+dyn", "4bit", "search"]
+ROW_KEYS = [
+    "fp32",
+    "opt",
+    "dyn-tensor",
+    "dyn",
+    "static",
+    "opt+dyn",
+    "guarded",
+    "guarded-margin",
+    "guarded-unfused",
+    "sens+guarded",
+    "4bit",
+    "search",
+]
+# Rows whose last pass is OnnxAccuracyGuardedQuantization; all but the unfused one optimize the graph first.
+GUARDED_KEYS = ["guarded", "guarded-margin", "guarded-unfused", "sens+guarded"]
 
 
 def _run_quick(work_dir: Path, extra_env: dict[str, str] | None = None, *args: str) -> list[dict]:
@@ -71,7 +86,7 @@ def test_quick_run_measures_every_available_row(tmp_path):
             assert row["size_bytes"] > 0, key
 
     if _installed("olive-passes-quant"):
-        for key in ("dyn", "static", "4bit"):
+        for key in ("dyn-tensor", "dyn", "static", "4bit"):
             assert rows[key]["status"] == "ok", rows[key]["note"]
             # Quantized weights must actually shrink the model and change (but not wreck) its outputs.
             assert rows[key]["size_bytes"] < 0.7 * fp32["size_bytes"], key
@@ -86,11 +101,41 @@ def test_quick_run_measures_every_available_row(tmp_path):
     assert "searched workflow" in table
 
 
+@pytest.mark.skipif(not _installed("olive-passes-quant"), reason="the guarded rows need olive-passes-quant")
+def test_quick_run_records_what_the_accuracy_guard_decided(tmp_path):
+    rows = {row["key"]: row for row in _run_quick(tmp_path, None, "--no-search")}
+    fp32 = rows["fp32"]
+    with_graph = _installed("olive-passes-graph")
+    for key in GUARDED_KEYS:
+        row = rows[key]
+        if key != "guarded-unfused" and not with_graph:
+            assert row["status"] == "not available", key
+            continue
+        assert row["status"] == "ok", f"{key}: {row['note']}"
+        assert "OnnxAccuracyGuardedQuantization(" in row["note"], key
+        guard = row["guard"]
+        # The guard scored the 8 calibration samples, met its target there, and quantized for real.
+        assert guard["target_met"] is True, key
+        assert guard["num_samples"] == 8, key
+        assert guard["achieved"]["cosine_mean"] >= 0.99, key
+        assert guard["achieved"]["cosine_min"] >= guard["targets"][1]["value"], key
+        assert len(guard["fp32_nodes"]) < guard["candidates"], key
+        assert row["size_bytes"] < 0.7 * fp32["size_bytes"], key
+        assert 0.99 <= row["cosine_min"] <= row["cosine_mean"] <= 1.0 + 1e-6, key
+    if with_graph:
+        # Fused attention leaves fewer weight nodes to quantize than the unfused graph has.
+        assert rows["guarded"]["guard"]["candidates"] < rows["guarded-unfused"]["guard"]["candidates"]
+    table = (tmp_path / "results.md").read_text()
+    assert "## Accuracy-guarded rows" in table
+    assert "| `guarded-unfused` | cosine_mean>=0.99 & cosine_min>=0.995 |" in table
+
+
 @pytest.mark.skipif(not _installed("olive-passes-quant"), reason="needs olive-passes-quant installed to disable it")
 def test_missing_pass_distribution_makes_rows_not_available(tmp_path):
     rows = {row["key"]: row for row in _run_quick(tmp_path, {"OLIVE_DISABLE_PLUGINS": "olive-passes-quant"})}
     assert rows["fp32"]["status"] == "ok"
-    for key in ("dyn", "static", "opt+dyn", "4bit", "search"):
+    for key in ("dyn-tensor", "dyn", "static", "opt+dyn", *GUARDED_KEYS, "4bit", "search"):
         assert rows[key]["status"] == "not available", key
     assert "OnnxDynamicQuantization" in rows["dyn"]["note"]
-    assert "| dynamic int8 | | | | | | | | not available:" in (tmp_path / "results.md").read_text()
+    table = (tmp_path / "results.md").read_text()
+    assert "| `dyn` | dynamic int8, per-channel (olive-passes-quant defaults) | | | | | | | | not available:" in table

