@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_engine_support import base_workflow, count_matmuls, make_registry
+from test_engine_support import AddMatMuls, base_workflow, count_matmuls, make_registry
 
 import olive
-from olive.exceptions import PassRunError
+from olive.exceptions import PassConfigError, PassRunError
 from olive.plugins.manager import new_plugin_manager, use_plugin_manager
 from olive.plugins.markers import hookimpl
 from olive.plugins.registry import use_registry
@@ -119,6 +119,32 @@ def test_pruned_points_are_recorded_and_not_counted(tmp_path: Path) -> None:
     statuses = [(n.config["marker"], n.status) for n in output.footprint[1:]]
     assert statuses == [("a", "ok"), ("prune-me", "pruned"), ("b", "ok")]
     assert "validate_config" in output.footprint[2].error
+
+
+class _NoTwoMarkers(AddMatMuls):
+    """AddMatMuls that rejects, as a whole config, n=2 together with the marker "clash"."""
+
+    @classmethod
+    def _check_config(cls, config: Any, owner: str) -> None:
+        if config.n == 2 and config.marker == "clash":
+            raise PassConfigError(f"{owner}: n=2 and marker 'clash' do not go together")
+
+
+def test_check_config_fails_fixed_values_and_prunes_search_points(tmp_path: Path, _registry) -> None:
+    _registry.register(_NoTwoMarkers, name="NoTwoMarkers")
+    fixed = base_workflow(tmp_path, passes={"add": {"type": "NoTwoMarkers", "n": 2, "marker": "clash"}})
+    with pytest.raises(PassConfigError, match=r"add.*NoTwoMarkers.*n=2 and marker 'clash'"):
+        olive.run(fixed)
+    assert not list((tmp_path / "cache").glob("**/model.onnx"))
+    searched = base_workflow(
+        tmp_path,
+        passes={"add": {"type": "NoTwoMarkers", "n": 2, "extra": False, "marker": _search("ok", "clash")}},
+        search_strategy={"execution_order": "joint"},
+    )
+    output = olive.run(searched)
+    statuses = [(n.config["marker"], n.status) for n in output.footprint[1:]]
+    assert statuses == [("ok", "ok"), ("clash", "pruned")]
+    assert "do not go together" in output.footprint[2].error
 
 
 def test_a_failing_point_is_recorded_and_the_search_goes_on(tmp_path: Path) -> None:

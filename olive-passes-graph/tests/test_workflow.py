@@ -217,3 +217,20 @@ def test_session_tuning_in_a_workflow_keeps_its_settings(tiny_bert, tmp_path):
     assert settings is not None, saved
     assert settings["session_options"]["intra_op_num_threads"] in (1, 2)
     assert settings["execution_provider"] == ["CPUExecutionProvider"]
+
+
+def test_a_search_point_with_both_peephole_tools_off_is_pruned_not_run(tiny_bert, tmp_path):
+    import olive
+
+    passes = {
+        "peep": {
+            "type": "OnnxPeepholeOptimizer",
+            "onnxscript_optimize": _search(True, False),
+            "onnxoptimizer_optimize": False,
+        }
+    }
+    output = olive.run(_workflow(tmp_path, tiny_bert, passes, [AGREEMENT]))
+    statuses = {n.config["onnxscript_optimize"]: n.status for n in output.footprint if n.pass_key == "peep"}
+    assert statuses == {True: "ok", False: "pruned"}
+    pruned = next(n for n in output.footprint if n.status == "pruned")
+    assert "would do nothing" in pruned.error

@@ -6,9 +6,8 @@ import logging
 from typing import TYPE_CHECKING
 
 from olive.exceptions import PassConfigError
-from olive.passes import PassConfigParam
+from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
-from olive_passes_graph._base import CheckedPass
 from olive_passes_graph._common import carry_over, check_output_loads, output_guard
 
 if TYPE_CHECKING:
@@ -21,7 +20,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-class DynamicToFixedShape(CheckedPass):
+class DynamicToFixedShape(Pass):
     """Fix symbolic dimensions, by name (``dim_param`` + ``dim_value``) or per input (``input_name`` + ``input_shape``).
 
     Give exactly one of the two forms. Output and intermediate shapes are re-inferred so the saved model

@@ -6,10 +6,9 @@ import logging
 from typing import TYPE_CHECKING
 
 from olive.exceptions import PassConfigError
-from olive.passes import PassConfigParam
+from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
 from olive.search.search_parameter import Categorical
-from olive_passes_graph._base import CheckedPass
 from olive_passes_graph._common import (
     GRAPH_LEVELS,
     carry_over,
@@ -30,7 +29,7 @@ logger = logging.getLogger(__name__)
 _LEVEL_CHOICES = ["basic", "extended", "all"]
 
 
-class OrtGraphOptimization(CheckedPass):
+class OrtGraphOptimization(Pass):
     """Apply onnxruntime's graph optimizations offline and save the optimized graph.
 
     onnxruntime optimizes every model each time it builds a session. This pass does it once, at the chosen

@@ -7,9 +7,8 @@ import logging
 from typing import TYPE_CHECKING
 
 from olive.exceptions import PassConfigError, PassRunError
-from olive.passes import PassConfigParam
+from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
-from olive_passes_graph._base import CheckedPass
 from olive_passes_graph._common import carry_over, check_output_loads, first_line, output_guard
 
 if TYPE_CHECKING:
@@ -20,7 +19,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-class OnnxOpVersionConversion(CheckedPass):
+class OnnxOpVersionConversion(Pass):
     """Convert the model to ``target_opset`` of the default (ai.onnx) domain with onnx's version converter.
 
     ``target_opset`` None picks the newest opset that both onnx's converter and the installed onnxruntime

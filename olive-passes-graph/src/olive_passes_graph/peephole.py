@@ -6,9 +6,8 @@ import logging
 from typing import TYPE_CHECKING
 
 from olive.exceptions import PassConfigError, PassRunError
-from olive.passes import PassConfigParam
+from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
-from olive_passes_graph._base import CheckedPass
 from olive_passes_graph._common import carry_over, output_guard
 
 if TYPE_CHECKING:
@@ -21,7 +20,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-class OnnxPeepholeOptimizer(CheckedPass):
+class OnnxPeepholeOptimizer(Pass):
     """Fold constants, drop dead code, identities and no-op casts (onnxscript optimizer and/or onnxoptimizer).
 
     Each tool can be switched off. The graph's inputs, outputs and results stay the same; only nodes that

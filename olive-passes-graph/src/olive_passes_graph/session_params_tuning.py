@@ -9,8 +9,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from olive.exceptions import OliveError, PassConfigError
-from olive.passes import PassConfigParam
-from olive_passes_graph._base import CheckedPass
+from olive.passes import Pass, PassConfigParam
 from olive_passes_graph._common import carry_over, copy_model_files, graph_level_name, output_guard
 
 if TYPE_CHECKING:
@@ -23,7 +22,7 @@ logger = logging.getLogger(__name__)
 _EXECUTION_MODES = {0: "ORT_SEQUENTIAL", 1: "ORT_PARALLEL", "sequential": "ORT_SEQUENTIAL", "parallel": "ORT_PARALLEL"}
 
 
-class OrtSessionParamsTuning(CheckedPass):
+class OrtSessionParamsTuning(Pass):
     """Find the fastest onnxruntime session settings for the model and record them in ``inference_settings``.
 
     Every combination of the ``*_list`` params is measured (``warmup_num`` runs, then ``repeat_test_num``

@@ -8,10 +8,9 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from olive.exceptions import PassConfigError, PassRunError, closest_match_hint
-from olive.passes import PassConfigParam
+from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
 from olive.search.search_parameter import Categorical
-from olive_passes_graph._base import CheckedPass
 from olive_passes_graph._common import carry_over, check_loads, ort_offline_optimize, output_guard
 from olive_passes_graph.attention_dims import (
     AttentionDims,
@@ -65,7 +64,7 @@ _HIDDEN_SIZE_NAMES = ("hidden_size", "dim", "d_model", "n_embd")
 __all__ = ["OrtTransformersOptimization", "infer_num_heads_and_hidden_size"]
 
 
-class OrtTransformersOptimization(CheckedPass):
+class OrtTransformersOptimization(Pass):
     """Fuse transformer sub-graphs into onnxruntime's contrib ops (onnxruntime.transformers.optimizer).
 
     Attention, SkipLayerNormalization, EmbedLayerNormalization, (Bias)Gelu and friends replace dozens of

@@ -6,11 +6,19 @@ validation read these params.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from olive.exceptions import PassConfigError, closest_match_hint
+from olive.passes import Pass
 from olive.passes.pass_config import ParamCategory, PassConfigParam
+
+if TYPE_CHECKING:
+    from olive.hardware.accelerator import AcceleratorSpec
+    from olive.passes.pass_config import BasePassConfig
+
+logger = logging.getLogger(__name__)
 
 # A string type keeps DataConfig out of config validation; the passes check the value themselves.
 DATA_CONFIG_TYPE = "DataConfig | dict | str"
@@ -199,3 +207,36 @@ def op_types(config: Any) -> list[str]:
     if config_value(config, "quantize_embeddings"):
         chosen += [t for t in EMBEDDING_OP_TYPES if t not in chosen]
     return chosen
+
+
+class GuardedConfigPass(Pass):
+    """Base of the two guarded passes: ``_check_values`` runs on the fixed values when a workflow is
+    resolved (a conflict the user wrote fails loudly, before any work) and prunes search points whose
+    combination of values conflicts."""
+
+    @classmethod
+    def _check_values(cls, owner: str, config: Any) -> None:
+        """Raise ``PassConfigError`` when ``config`` (the fixed values, or a whole config) conflicts."""
+
+    @classmethod
+    def get_config_params(
+        cls,
+        accelerator_spec: AcceleratorSpec,
+        config: Mapping[str, Any] | None = None,
+        disable_search: bool = False,
+        pass_key: str | None = None,
+    ) -> Any:
+        result = super().get_config_params(accelerator_spec, config, disable_search, pass_key)
+        owner = f"pass '{pass_key}' ({cls.pass_name()})" if pass_key else f"pass {cls.pass_name()}"
+        cls._check_values(owner, result[1])
+        return result
+
+    @classmethod
+    def validate_config(cls, config: BasePassConfig, accelerator_spec: AcceleratorSpec) -> bool:
+        """Prune search points whose combination of values is invalid (fixed values fail earlier, loudly)."""
+        try:
+            cls._check_values(f"pass {cls.pass_name()}", config)
+        except PassConfigError as exc:
+            logger.debug("pruned: %s", exc)
+            return False
+        return True

@@ -41,9 +41,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from olive.exceptions import OliveError, PassConfigError, closest_match_hint
-from olive.passes import Pass, PassConfigParam
+from olive.passes import PassConfigParam
 from olive.passes.onnx.common import get_external_data_config
 from olive_passes_quant._guard_config import (
+    GuardedConfigPass,
     agreement_params,
     check_common,
     data_params,
@@ -276,7 +277,7 @@ def save_with_attributes(
     return output
 
 
-class OnnxSensitivityAnalysis(Pass):
+class OnnxSensitivityAnalysis(GuardedConfigPass):
     """Rank nodes by how much int8 quantizing them hurts output agreement; records the table, keeps the model."""
 
     @classmethod
@@ -295,27 +296,8 @@ class OnnxSensitivityAnalysis(Pass):
         }
 
     @classmethod
-    def get_config_params(
-        cls,
-        accelerator_spec: AcceleratorSpec,
-        config: Mapping[str, Any] | None = None,
-        disable_search: bool = False,
-        pass_key: str | None = None,
-    ) -> Any:
-        result = super().get_config_params(accelerator_spec, config, disable_search, pass_key)
-        owner = f"pass '{pass_key}' ({cls.pass_name()})" if pass_key else f"pass {cls.pass_name()}"
-        _check(owner, result[1])
-        return result
-
-    @classmethod
-    def validate_config(cls, config: BasePassConfig, accelerator_spec: AcceleratorSpec) -> bool:
-        """Prune search points whose combination of values is invalid (fixed values fail earlier, loudly)."""
-        try:
-            _check(f"pass {cls.pass_name()}", config)
-        except PassConfigError as exc:
-            logger.debug("pruned: %s", exc)
-            return False
-        return True
+    def _check_values(cls, owner: str, config: Any) -> None:
+        _check(owner, config)
 
     def _run_for_config(
         self, model: ONNXModelHandler, config: BasePassConfig, output_model_path: str

@@ -58,11 +58,9 @@ class OliveGroup(click.Group):
         self._plugin_command_names: set[str] = set()
 
     def _load_plugin_commands(self) -> None:
-        pm = None
         manager_module = sys.modules.get("olive.plugins.manager")
-        if manager_module is not None and manager_module._manager is not None:
-            pm = manager_module._manager
-        else:
+        pm = manager_module._manager.current() if manager_module is not None else None
+        if pm is None:
             # Without hook plugins installed there is nothing to add: skip importing pluggy at all.
             from olive.plugins.discovery import PLUGINS_GROUP, iter_entry_points
 

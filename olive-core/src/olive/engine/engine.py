@@ -5,11 +5,10 @@ from __future__ import annotations
 import logging
 import time
 import traceback
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from olive.engine.hooks import fire
-from olive.engine.keys import config_json, run_key
+from olive.engine.keys import ScriptHashes, config_json, digest, run_key
 from olive.engine.output import FootprintNode, WorkflowOutput
 from olive.engine.trial import execute_pass, model_from_record
 from olive.exceptions import OliveError, PassConfigError, PassRunError, WorkflowConfigError
@@ -92,7 +91,7 @@ class Engine:
         self._sample_count = 0
         self._stopped_by: str | None = None
         self._start = time.monotonic()
-        self._script_hashes: dict[Path, str] = {}
+        self._script_hashes = ScriptHashes()
         self._trial_executor: Any = None
 
     # ----------------------------------------------------------------------------------------------
@@ -393,24 +392,12 @@ class Engine:
     def _record_step(
         self, pass_key: str, pass_class: Any, parent_id: str, step: dict[str, Any]
     ) -> tuple[FootprintNode, str]:
-        key = step["key"]
-        seen = self._runs.get((pass_key, key))
-        if seen is not None:
-            return seen, seen.status
-        pass_name = pass_class.pass_name()
-        parent_model = self._models[parent_id][0]
-        node = FootprintNode(
-            model_id=f"{pass_key}-{key[:12]}",
-            parent_model_id=parent_id,
-            pass_key=pass_key,
-            pass_name=pass_name,
-            config=step["config"],
-            pass_distribution=pass_class.distribution(),
-            pass_version=pass_class.distribution_version() or pass_class._version,
-        )
-        self._runs[(pass_key, key)] = node
-        self.footprint.append(node)
         cfg_json = step["config"]
+        node, new = self._open_run(pass_key, pass_class, parent_id, step["key"], cfg_json)
+        if not new:
+            return node, node.status
+        pass_name = node.pass_name
+        parent_model = self._models[parent_id][0]
         cached, duration = step["cached"], step["duration"]
         if cached and step["status"] == "ok" and step["record"].get("session") == self.cache.session_id:
             # A concurrent trial of this run did the work and this one waited for it; report the work where a
@@ -420,11 +407,50 @@ class Engine:
         fire("olive_pass_start", pass_key=pass_key, pass_name=pass_name, config=cfg_json, input_model=parent_model)
         output_model = model_from_record(step["record"]) if step["status"] == "ok" else None
         error = PassRunError(step["error"]) if step["status"] != "ok" else None
+        self._close_run(node, parent_model, output_model, step["record"], cached, error, duration)
+        if error is not None:
+            node.status, node.error = "failed", step["error"]
+            logger.warning("Pass '%s' (%s) failed: %s", pass_key, pass_name, node.error)
+            return node, "failed"
+        self._add_model(node, output_model, step["record"])
+        return node, "ok"
+
+    def _open_run(
+        self, pass_key: str, pass_class: Any, parent_id: str, key: str, cfg_json: Any
+    ) -> tuple[FootprintNode, bool]:
+        """The footprint node of one pass run, and whether it is new (a run seen before is reused)."""
+        seen = self._runs.get((pass_key, key))
+        if seen is not None:
+            return seen, False
+        node = FootprintNode(
+            model_id=f"{pass_key}-{key[:12]}",
+            parent_model_id=parent_id,
+            pass_key=pass_key,
+            pass_name=pass_class.pass_name(),
+            config=cfg_json,
+            pass_distribution=pass_class.distribution(),
+            pass_version=pass_class.distribution_version() or pass_class._version,
+        )
+        self._runs[(pass_key, key)] = node
+        self.footprint.append(node)
+        return node, True
+
+    def _close_run(
+        self,
+        node: FootprintNode,
+        parent_model: Any,
+        output_model: Any,
+        record: dict[str, Any] | None,
+        cached: bool,
+        error: BaseException | None,
+        duration: float,
+    ) -> None:
+        """Fire ``olive_pass_end`` for a finished run and record its timings on ``node``."""
         fire(
             "olive_pass_end",
-            pass_key=pass_key,
-            pass_name=pass_name,
-            config=cfg_json,
+            pass_key=node.pass_key,
+            pass_name=node.pass_name,
+            config=node.config,
             input_model=parent_model,
             output_model=output_model,
             cached=cached,
@@ -432,22 +458,17 @@ class Engine:
             duration_s=duration,
         )
         node.cached = cached
-        node.timings["run"] = 0.0 if node.cached else round(duration, 6)
-        if node.cached:
-            node.timings["original_run"] = float(step["record"].get("duration_s", 0.0))
-        if error is not None:
-            node.status, node.error = "failed", step["error"]
-            logger.warning("Pass '%s' (%s) failed: %s", pass_key, pass_name, node.error)
-            return node, "failed"
+        node.timings["run"] = 0.0 if cached else round(duration, 6)
+        if cached:
+            node.timings["original_run"] = float(record.get("duration_s", 0.0))
+
+    def _add_model(self, node: FootprintNode, output_model: Any, record: dict[str, Any]) -> None:
         node.model_path = output_model.model_path
         node.model_json = output_model.to_json()
-        self._models[node.model_id] = (output_model, step["record"]["output_hash"])
-        return node, "ok"
+        self._models[node.model_id] = (output_model, record["output_hash"])
 
     def _trial_failed(self, parent_id: str, point: dict[str, Any], error: str) -> FootprintNode:
         """A trial whose worker died (twice) or raised outside any pass: one failed node for the point."""
-        from olive.engine.keys import digest
-
         last = self.plans[-1].key if len(point) > 1 or not point else next(iter(point))
         node = FootprintNode(
             model_id=f"{last}-trial-{digest({'parent': parent_id, 'point': point})[:12]}",
@@ -486,16 +507,6 @@ class Engine:
                 node.meets_goals = self._meets(node)
         return node, "ok"
 
-    def _user_script_hash(self, alternative: PassAlternative) -> str | None:
-        script = alternative.user_script
-        if script is None:
-            return None
-        if script not in self._script_hashes:
-            from olive.cache.store import hash_file
-
-            self._script_hashes[script] = hash_file(script)
-        return self._script_hashes[script]
-
     def _run_step(
         self, pass_key: str, alternative: PassAlternative, params: dict[str, Any], parent_id: str
     ) -> tuple[FootprintNode | None, str]:
@@ -517,23 +528,11 @@ class Engine:
             pass_class,
             cfg_json,
             self.accelerator,
-            self._user_script_hash(alternative),
+            self._script_hashes(alternative.user_script),
         )
-        seen = self._runs.get((pass_key, key))
-        if seen is not None:
-            return seen, seen.status
-        model_id = f"{pass_key}-{key[:12]}"
-        node = FootprintNode(
-            model_id=model_id,
-            parent_model_id=parent_id,
-            pass_key=pass_key,
-            pass_name=pass_name,
-            config=cfg_json,
-            pass_distribution=pass_class.distribution(),
-            pass_version=pass_class.distribution_version() or pass_class._version,
-        )
-        self._runs[(pass_key, key)] = node
-        self.footprint.append(node)
+        node, new = self._open_run(pass_key, pass_class, parent_id, key, cfg_json)
+        if not new:
+            return node, node.status
         fire("olive_pass_start", pass_key=pass_key, pass_name=pass_name, config=cfg_json, input_model=parent_model)
         start = time.perf_counter()
         record: dict[str, Any] | None = None
@@ -545,22 +544,7 @@ class Engine:
             output_model = model_from_record(record)
         except Exception as exc:  # a pass may raise anything; it is recorded, not propagated, during a search
             error = exc
-        duration = time.perf_counter() - start
-        fire(
-            "olive_pass_end",
-            pass_key=pass_key,
-            pass_name=pass_name,
-            config=cfg_json,
-            input_model=parent_model,
-            output_model=output_model,
-            cached=cached,
-            error=error,
-            duration_s=duration,
-        )
-        node.cached = cached
-        node.timings["run"] = 0.0 if cached else round(duration, 6)
-        if cached:
-            node.timings["original_run"] = float(record.get("duration_s", 0.0))
+        self._close_run(node, parent_model, output_model, record, cached, error, time.perf_counter() - start)
         if error is not None:
             node.status = "failed"
             node.error = f"{type(error).__name__}: {error}"
@@ -575,14 +559,10 @@ class Engine:
                 ) from error
             logger.warning("Pass '%s' (%s) failed: %s", pass_key, pass_name, node.error)
             return node, "failed"
-        node.model_path = output_model.model_path
-        node.model_json = output_model.to_json()
-        self._models[model_id] = (output_model, record["output_hash"])
+        self._add_model(node, output_model, record)
         return node, "ok"
 
     def _pruned(self, pass_key: str, pass_name: str, parent_id: str, config: Any, reason: str) -> FootprintNode:
-        from olive.engine.keys import digest
-
         model_id = f"{pass_key}-pruned-{digest({'parent': parent_id, 'config': config})[:12]}"
         for existing in self.footprint:
             if existing.model_id == model_id:

@@ -30,6 +30,20 @@ def _file_hashes(value: Any, found: dict[str, str]) -> None:
             _file_hashes(item, found)
 
 
+class ScriptHashes:
+    """Content hashes of user scripts for cache keys, each file read once per search."""
+
+    def __init__(self) -> None:
+        self._known: dict[Path, str] = {}
+
+    def __call__(self, script: Path | None) -> str | None:
+        if script is None:
+            return None
+        if script not in self._known:
+            self._known[script] = hash_file(script)
+        return self._known[script]
+
+
 def config_json(config: Any) -> dict[str, Any]:
     """A pass config as JSON, for keys and footprints."""
     from olive.passes.pass_config import to_json_value

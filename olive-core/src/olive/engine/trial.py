@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from olive.engine.keys import config_json, run_key
+from olive.engine.keys import ScriptHashes, config_json, run_key
 from olive.exceptions import OliveError, PassConfigError, PassRunError
 
 if TYPE_CHECKING:
     from olive.cache.store import CacheStore
-    from olive.engine.plan import PassAlternative, PassPlan
+    from olive.engine.plan import PassPlan
     from olive.hardware.accelerator import AcceleratorSpec
     from olive.workflows.config import WorkflowConfig
 
@@ -173,7 +173,7 @@ class _WorkerState:
         self.plans = {plan.key: plan for plan in context.plans}
         self.input_model = OliveModelHandler.from_json(context.input_model_json)
         self._evaluator: Any = None
-        self._script_hashes: dict[Path, str] = {}
+        self.script_hashes = ScriptHashes()
 
     @property
     def evaluator(self) -> Any:
@@ -191,16 +191,6 @@ class _WorkerState:
                 lock_cache=self.cache,
             )
         return self._evaluator
-
-    def script_hash(self, alternative: PassAlternative) -> str | None:
-        script = alternative.user_script
-        if script is None:
-            return None
-        if script not in self._script_hashes:
-            from olive.cache.store import hash_file
-
-            self._script_hashes[script] = hash_file(script)
-        return self._script_hashes[script]
 
 
 _STATES: dict[str, _WorkerState] = {}
@@ -249,7 +239,9 @@ def run_trial(context: TrialContext, request: TrialRequest) -> dict[str, Any]:
         if not pass_class.validate_config(config, accelerator):
             step.update(status="pruned", error="validate_config returned False")
             return result
-        key = run_key(model_hash, model.to_json(), pass_class, cfg_json, accelerator, state.script_hash(alternative))
+        key = run_key(
+            model_hash, model.to_json(), pass_class, cfg_json, accelerator, state.script_hashes(alternative.user_script)
+        )
         step["key"] = key
         start = time.perf_counter()
         try:

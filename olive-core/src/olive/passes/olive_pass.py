@@ -87,6 +87,10 @@ class Pass(ABC):
     - ``output_model_path`` is a fresh path inside the cache; ONNX passes call
       ``resolve_onnx_path(output_model_path)`` (or ``model_proto_to_olive_model``) to get ``<dir>/model.onnx``.
     - Optional: ``validate_config(cls, config, accelerator_spec) -> bool`` (False prunes a search point),
+      ``_check_config(cls, config, owner)`` (raise :class:`~olive.exceptions.PassConfigError`, message starting
+      with ``owner``, for a combination of values no run can use: it runs when a workflow is resolved, on the
+      fixed values with searched params at their defaults, so a conflict the user wrote fails before any work,
+      and on every search point's config, where the error prunes the point),
       ``is_accelerator_agnostic(accelerator_spec) -> bool`` (default True; False puts the accelerator in the
       cache key), ``_initialize(self)`` (runs once before the first ``_run_for_config``), and a class
       attribute ``_version`` that goes into cache keys (the distribution's version is used otherwise).
@@ -135,6 +139,10 @@ class Pass(ABC):
     def is_accelerator_agnostic(cls, accelerator_spec: AcceleratorSpec) -> bool:
         """True when the output does not depend on the accelerator (so one cached run serves all)."""
         return True
+
+    @classmethod
+    def _check_config(cls, config: BasePassConfig, owner: str) -> None:
+        """Raise ``PassConfigError`` (message starting with ``owner``) when ``config`` as a whole cannot work."""
 
     def _initialize(self) -> None:
         """Runs once, before the first ``_run_for_config``; override for expensive setup."""
@@ -278,6 +286,8 @@ class Pass(ABC):
             raise PassConfigError(_format_problems(owner, problems))
 
         config_class = make_config_class(cls.pass_name(), tuple(declared))
+        # A conflict between fixed values fails here, loudly; search points are checked in config_for_point.
+        cls._check_config(config_class(**{**{n: p.default_value for n, p in declared.items()}, **fixed}), owner)
         return config_class, fixed, search
 
     @classmethod
@@ -366,7 +376,9 @@ class Pass(ABC):
                 values[name] = default
         for name in search:
             values[name] = _check_value(owner, name, values[name], declared[name], disable_search=True)
-        return config_class(**values)
+        config = config_class(**values)
+        cls._check_config(config, owner)
+        return config
 
     # ----------------------------------------------------------------------------------------------
     # Running

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import inspect
 import logging
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 import attrs
@@ -27,6 +26,7 @@ from olive.plugins.discovery import (
     describe_exception,
     iter_entry_points,
 )
+from olive.plugins.process_wide import ProcessWide
 
 logger = logging.getLogger(__name__)
 
@@ -175,35 +175,22 @@ def new_plugin_manager(entry_points: bool = True, policy: PluginPolicy | None = 
     return pm
 
 
-_manager: OlivePluginManager | None = None
-_manager_lock = threading.RLock()
+_manager: ProcessWide[OlivePluginManager] = ProcessWide(new_plugin_manager)
 
 
 def get_plugin_manager() -> OlivePluginManager:
     """The process-wide plugin manager, built on first use."""
-    global _manager
-    with _manager_lock:
-        if _manager is None:
-            _manager = new_plugin_manager()
-        return _manager
+    return _manager.get()
 
 
 def set_plugin_manager(pm: OlivePluginManager | None) -> OlivePluginManager | None:
     """Make ``pm`` the process-wide manager (None: rebuild on next use); returns the previous one."""
-    global _manager
-    with _manager_lock:
-        previous, _manager = _manager, pm
-    return previous
+    return _manager.set(pm)
 
 
-@contextmanager
-def use_plugin_manager(pm: OlivePluginManager) -> Iterator[OlivePluginManager]:
+def use_plugin_manager(pm: OlivePluginManager) -> AbstractContextManager[OlivePluginManager]:
     """Make ``pm`` the process-wide manager inside the ``with`` block."""
-    previous = set_plugin_manager(pm)
-    try:
-        yield pm
-    finally:
-        set_plugin_manager(previous)
+    return _manager.use(pm)
 
 
 @attrs.frozen

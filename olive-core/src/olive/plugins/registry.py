@@ -14,8 +14,7 @@ bare name an :class:`~olive.exceptions.AmbiguousPassError` naming both as ``dist
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, suppress
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -29,6 +28,7 @@ from olive.plugins.discovery import (
     iter_entry_points,
     normalize_name,
 )
+from olive.plugins.process_wide import ProcessWide
 
 if TYPE_CHECKING:
     from olive.passes.olive_pass import Pass
@@ -347,32 +347,19 @@ def _describe_entry(entry: PassEntry) -> str:
 # --------------------------------------------------------------------------------------------------
 # The process-wide registry
 # --------------------------------------------------------------------------------------------------
-_registry: PassRegistry | None = None
-_registry_lock = threading.Lock()
+_registry: ProcessWide[PassRegistry] = ProcessWide(PassRegistry)
 
 
 def get_registry() -> PassRegistry:
     """The process-wide registry, created (from the environment) on first use."""
-    global _registry
-    with _registry_lock:
-        if _registry is None:
-            _registry = PassRegistry()
-        return _registry
+    return _registry.get()
 
 
 def set_registry(registry: PassRegistry | None) -> PassRegistry | None:
     """Make ``registry`` the process-wide one (None: rescan on next use); returns the previous one."""
-    global _registry
-    with _registry_lock:
-        previous, _registry = _registry, registry
-    return previous
+    return _registry.set(registry)
 
 
-@contextmanager
-def use_registry(registry: PassRegistry) -> Iterator[PassRegistry]:
+def use_registry(registry: PassRegistry) -> AbstractContextManager[PassRegistry]:
     """Make ``registry`` the process-wide one inside the ``with`` block."""
-    previous = set_registry(registry)
-    try:
-        yield registry
-    finally:
-        set_registry(previous)
+    return _registry.use(registry)
