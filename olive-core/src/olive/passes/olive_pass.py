@@ -287,7 +287,13 @@ class Pass(ABC):
 
         config_class = make_config_class(cls.pass_name(), tuple(declared))
         # A conflict between fixed values fails here, loudly; search points are checked in config_for_point.
-        cls._check_config(config_class(**{**{n: p.default_value for n, p in declared.items()}, **fixed}), owner)
+        at_defaults = {}
+        for name, param in declared.items():
+            default = param.default_value
+            if isinstance(default, ConditionalDefault):
+                default = default.get_support_with_args([fixed.get(parent) for parent in default.parents])
+            at_defaults[name] = default
+        cls._check_config(config_class(**{**at_defaults, **fixed}), owner)
         return config_class, fixed, search
 
     @classmethod
