@@ -7,9 +7,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from olive.exceptions import PassConfigError
-from olive.passes import Pass, PassConfigParam
+from olive.passes import PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
 from olive_passes_quant._checks import warn_unknown_nodes
+from olive_passes_quant._explained import ExplainedPass
 from olive_passes_quant._types import AccuracyLevel
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-class OnnxBlockWiseRtnQuantization(Pass):
+class OnnxBlockWiseRtnQuantization(ExplainedPass):
     """Quantize MatMul weights block-wise with round-to-nearest into com.microsoft MatMulNBits nodes.
 
     Each block of ``block_size`` consecutive weights along K (the reduced axis) gets its own scale (and
@@ -78,14 +79,6 @@ class OnnxBlockWiseRtnQuantization(Pass):
         if bits == 8 and _ort_release() < (1, 22):
             return "8-bit MatMulNBits needs onnxruntime >= 1.22; use bits=4 or upgrade onnxruntime"
         return None
-
-    @classmethod
-    def validate_config(cls, config: BasePassConfig, accelerator_spec: AcceleratorSpec) -> bool:
-        reason = cls.explain_invalid(config, accelerator_spec)
-        if reason:
-            logger.info("%s: skipping config: %s", cls.pass_name(), reason)
-            return False
-        return True
 
     def _run_for_config(
         self, model: ONNXModelHandler, config: BasePassConfig, output_model_path: str

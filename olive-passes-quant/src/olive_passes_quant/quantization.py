@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from olive.exceptions import PassConfigError, PassRunError
-from olive.passes import Pass, PassConfigParam
+from olive.passes import PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
 from olive.search.search_parameter import Categorical, SpecialParamValue
 from olive_passes_quant._calibration import no_data_message
 from olive_passes_quant._checks import check_data_config_value, check_op_types, quantizable_op_types, warn_unknown_nodes
+from olive_passes_quant._explained import ExplainedPass
 from olive_passes_quant._legacy import translate_legacy_params
 from olive_passes_quant._params import (
     EXTRA_OPTION_PARAMS,
@@ -44,7 +45,7 @@ def _value(config: Mapping[str, Any], name: str) -> Any:
     return None if isinstance(value, str) and value == _IGNORED else value
 
 
-class OnnxQuantization(Pass):
+class OnnxQuantization(ExplainedPass):
     """Quantize an ONNX model to int8 with onnxruntime, statically (calibrated) or dynamically.
 
     ``quant_mode`` chooses; with a search strategy both modes are tried, and the static-only params are
@@ -123,14 +124,6 @@ class OnnxQuantization(Pass):
         if extra.get("EnableSubgraph"):
             return "extra_options EnableSubgraph works with dynamic quantization only"
         return None
-
-    @classmethod
-    def validate_config(cls, config: BasePassConfig, accelerator_spec: AcceleratorSpec) -> bool:
-        reason = cls.explain_invalid(config, accelerator_spec)
-        if reason:
-            logger.info("%s: skipping config: %s", cls.pass_name(), reason)
-            return False
-        return True
 
     # ----------------------------------------------------------------------------------------------
     # Running
