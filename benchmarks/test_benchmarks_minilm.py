@@ -30,6 +30,7 @@ ROW_KEYS = [
     "sens+guarded",
     "4bit",
     "search",
+    "guarded-budget",
 ]
 # Rows whose last pass is OnnxAccuracyGuardedQuantization; all but the unfused one optimize the graph first.
 GUARDED_KEYS = ["guarded", "guarded-margin", "guarded-unfused", "sens+guarded"]
@@ -94,6 +95,8 @@ def test_quick_run_measures_every_available_row(tmp_path):
     if _installed("olive-passes-graph"):
         assert rows["opt"]["status"] == "ok", rows["opt"]["note"]
         assert rows["opt"]["cosine_min"] > 0.9999
+    if _installed("olive-passes-quant") and _installed("olive-passes-graph"):
+        _check_budget_search(rows["guarded-budget"], tmp_path)
 
     table = (tmp_path / "results.md").read_text()
     assert "python benchmarks/minilm/run.py --quick" in table
@@ -134,8 +137,31 @@ def test_quick_run_records_what_the_accuracy_guard_decided(tmp_path):
 def test_missing_pass_distribution_makes_rows_not_available(tmp_path):
     rows = {row["key"]: row for row in _run_quick(tmp_path, {"OLIVE_DISABLE_PLUGINS": "olive-passes-quant"})}
     assert rows["fp32"]["status"] == "ok"
-    for key in ("dyn-tensor", "dyn", "static", "opt+dyn", *GUARDED_KEYS, "4bit", "search"):
+    for key in ("dyn-tensor", "dyn", "static", "opt+dyn", *GUARDED_KEYS, "4bit", "search", "guarded-budget"):
         assert rows[key]["status"] == "not available", key
     assert "OnnxDynamicQuantization" in rows["dyn"]["note"]
     table = (tmp_path / "results.md").read_text()
     assert "| `dyn` | dynamic int8, per-channel (olive-passes-quant defaults) | | | | | | | | not available:" in table
+
+
+def _check_budget_search(row: dict, work_dir: Path) -> None:
+    """The guard-budget row: one sensitivity analysis, one guard per searched target, the best one kept."""
+    assert row["status"] == "ok", row["note"]
+    assert "OnnxSensitivityAnalysis → OnnxAccuracyGuardedQuantization(target_value=" in row["note"]
+    # No guard measures sensitivity again: each re-ranks the analysis' table (or needs no ranking at all).
+    assert row["guard"]["ranking"] in ("reused from the input model's quantization_sensitivity", "not needed")
+    workflow = json.loads((work_dir / "guard-budget-workflow.json").read_text())
+    latency = workflow["evaluators"]["common"]["metrics"][0]
+    assert latency["sub_types"][0]["goal"]["type"] == "percent-max-degradation"  # the --quick budget
+    searched = workflow["passes"]["quantization"]["target_value"]["support"]
+    footprint = json.loads((work_dir / "guard-budget-output" / "footprint.json").read_text())
+    nodes = footprint["nodes"]
+    assert sum(n["pass_name"] == "OnnxSensitivityAnalysis" for n in nodes) == 1
+    guards = [n for n in nodes if n["pass_name"] == "OnnxAccuracyGuardedQuantization"]
+    assert sorted(n["config"]["target_value"] for n in guards) == sorted(searched)
+    # The objective is the worst-sample agreement: the kept model has the best among those meeting the goals.
+    best = next(n for n in guards if n["model_id"] == footprint["best_model_id"])
+    eligible = [n for n in guards if n["status"] == "ok" and n["meets_goals"]]
+    assert best["meets_goals"]
+    key = "agreement-cosine_min"
+    assert best["metrics"][key]["value"] == max(n["metrics"][key]["value"] for n in eligible)

@@ -52,6 +52,11 @@ THREADS = 2
 WARMUP = 10
 # Short rounds: a burst of load from elsewhere then lands on every row alike rather than on a few.
 RUNS_PER_ROUND = 5
+# Seconds to wait before a model's timed runs. After a run, an onnxruntime session's intra-op threads keep
+# spinning for tens of milliseconds; with two cores the next session's timed runs share them with that
+# spin (measured: fp32 8.6 ms and int8 8.3 ms back to back, against 8.3 ms and 4.4 ms after a 50 ms
+# pause; a 5 ms pause is not enough).
+SETTLE_S = 0.1
 OUTPUT_NAME = "last_hidden_state"
 MASK_NAME = "attention_mask"
 
@@ -68,6 +73,7 @@ ROW_KEYS = (
     "sens+guarded",
     "4bit",
     "search",
+    "guarded-budget",
 )
 CALIB_DATA = {"name": "calib", "type": "NpzDataContainer", "dataloader_config": {"batch_size": 1}}
 # The issue's bar, judged on the held-out sentences: cosine of mean-pooled embeddings.
@@ -76,6 +82,14 @@ TARGET_MEAN, TARGET_MIN = 0.99, 0.97
 # estimate of the worst unseen one (40 samples, none under 10 tokens), so the margin row asks for more
 # there; results.md records what each target gave on the held-out sentences.
 MARGIN_MIN = 0.995
+# The issue's latency bar, judged in the table: at most this fraction of fp32's median latency.
+LATENCY_BAR = 0.6
+# The budget the guard-budget search holds candidates to: the bar less 0.03x, the spread between runs
+# that one model's latency showed here (the 3-node guard model measured 0.58x-0.62x fp32), so that a
+# candidate the search accepts does not land over the bar when the table measures it again.
+SEARCH_LATENCY_BUDGET = 0.57
+# The guard's calibration targets (worst sentence) that the budget search tries.
+BUDGET_TARGETS = [0.97, 0.98, 0.99, 0.992, 0.994, 0.996, 0.998]
 
 
 @dataclass
@@ -91,7 +105,13 @@ class Row:
     key: str
     title: str
     steps: list[Step]
-    searched: bool = False
+    # A row made by an Olive workflow search instead of fixed steps: "passes" (which quantization) or
+    # "guard-budget" (which accuracy-guard target fits the latency budget).
+    search: str | None = None
+
+    @property
+    def searched(self) -> bool:
+        return self.search is not None
 
 
 @dataclass
@@ -176,7 +196,13 @@ def rows(export_dir: Path) -> list[Row]:
             [optimize, sensitivity, guarded(MARGIN_MIN)],
         ),
         Row("4bit", "4-bit block-wise RTN (MatMulNBits)", [Step("OnnxBlockWiseRtnQuantization", {"bits": 4})]),
-        Row("search", "searched workflow", [], searched=True),
+        Row("search", "searched workflow", [], search="passes"),
+        Row(
+            "guarded-budget",
+            f"accuracy-guarded int8, guard target searched under a {SEARCH_LATENCY_BUDGET}x fp32 latency budget",
+            [],
+            search="guard-budget",
+        ),
     ]
 
 
@@ -355,20 +381,30 @@ def _describe_step(step: Step) -> str:
     return f"{step.pass_name}({args})" if args else f"{step.pass_name}(defaults)"
 
 
-def search_workflow(fp32_path: Path, export_dir: Path, work_dir: Path, quick: bool) -> dict[str, Any]:
-    """Search over transformer optimization followed by one of three quantizations.
-
-    Objective: lowest median latency (batch 1, sequence 128); goal: mean-pooled output cosine against
-    the fp32 model >= 0.99 mean and >= 0.97 worst, measured on the calibration sentences so that the
-    held-out evaluation sentences stay unseen until the final table.
-    """
+def _workflow(
+    name: str,
+    fp32_path: Path,
+    export_dir: Path,
+    work_dir: Path,
+    quick: bool,
+    latency_goal: dict[str, Any] | None,
+    agreement_sub_types: list[dict[str, Any]],
+    passes: dict[str, Any],
+) -> dict[str, Any]:
+    """A workflow on the exported model: latency (batch 1, sequence 128) and agreement on the calibration
+    sentences, so that the held-out evaluation sentences stay unseen until the final table."""
     threads = {"session_options": {"intra_op_num_threads": THREADS, "inter_op_num_threads": 1}}
 
-    def data(name: str, file: str) -> dict[str, Any]:
-        return {**CALIB_DATA, "name": name, "load_dataset_config": {"data_path": str(export_dir / file)}}
+    def data(data_name: str, file: str) -> dict[str, Any]:
+        return {**CALIB_DATA, "name": data_name, "load_dataset_config": {"data_path": str(export_dir / file)}}
 
+    latency_p50: dict[str, Any] = {"name": "p50"}
+    if latency_goal:
+        latency_p50["goal"] = latency_goal
+    else:
+        latency_p50["priority"] = 1
     return {
-        "workflow_id": "minilm-search",
+        "workflow_id": f"minilm-{name}",
         "input_model": {"type": "ONNXModel", "model_path": str(fp32_path), "inference_settings": threads},
         "data_configs": [data("calib", "calib.npz"), data("latency", "latency.npz")],
         "evaluators": {
@@ -378,7 +414,7 @@ def search_workflow(fp32_path: Path, export_dir: Path, work_dir: Path, quick: bo
                         "name": "latency",
                         "type": "latency",
                         "data_config": "latency",
-                        "sub_types": [{"name": "p50", "priority": 1}],
+                        "sub_types": [latency_p50],
                         "user_config": {
                             "warmup_num": 2 if quick else WARMUP,
                             "repeat_test_num": 5 if quick else 50,
@@ -392,51 +428,101 @@ def search_workflow(fp32_path: Path, export_dir: Path, work_dir: Path, quick: bo
                         "output_name": OUTPUT_NAME,
                         "pooling": "mean",
                         "mask_input": MASK_NAME,
-                        "sub_types": [
-                            {"name": "cosine_mean", "priority": 2, "goal": {"type": "threshold", "value": 0.99}},
-                            {"name": "cosine_min", "goal": {"type": "threshold", "value": 0.97}},
-                        ],
+                        "sub_types": agreement_sub_types,
                     },
                 ]
             }
         },
-        "passes": {
-            "transformers_optimization": {
-                "type": "OrtTransformersOptimization",
-                "model_type": "bert",
-                "opt_level": 1,
-                **model_dims(export_dir),
-            },
-            "quantization": [
-                {
-                    "type": "OnnxDynamicQuantization",
-                    "precision": "int8",
-                    "reduce_range": False,
-                    "quant_preprocess": True,
-                    "per_channel": [True, False],
-                },
-                {
-                    "type": "OnnxStaticQuantization",
-                    "data_config": "calib",
-                    "quant_format": "QDQ",
-                    "precision": "int8",
-                    "activation_type": "int8",
-                    "reduce_range": False,
-                    "quant_preprocess": True,
-                    "calibrate_method": "MinMax",
-                    "per_channel": [True, False],
-                },
-                {"type": "OnnxBlockWiseRtnQuantization", "bits": 4, "block_size": 32},
-                {"type": "OnnxBlockWiseRtnQuantization", "bits": 8, "block_size": 32},
-            ],
-        },
+        "passes": passes,
         "search_strategy": {"execution_order": "joint", "sampler": "sequential", "max_samples": 0, "seed": 0},
         "evaluator": "common",
         "evaluate_input_model": True,
         "cache_dir": str(work_dir / "olive-cache"),
-        "output_dir": str(work_dir / "search-output"),
+        "output_dir": str(work_dir / f"{name}-output"),
         "log_severity_level": 2,
     }
+
+
+def _optimize_pass(export_dir: Path) -> dict[str, Any]:
+    return {"type": "OrtTransformersOptimization", "model_type": "bert", "opt_level": 1, **model_dims(export_dir)}
+
+
+def search_workflow(fp32_path: Path, export_dir: Path, work_dir: Path, quick: bool) -> dict[str, Any]:
+    """Search over transformer optimization followed by one of three quantizations.
+
+    Objective: lowest median latency (batch 1, sequence 128); goal: mean-pooled output cosine against
+    the fp32 model >= 0.99 mean and >= 0.97 worst on the calibration sentences.
+    """
+    agreement = [
+        {"name": "cosine_mean", "priority": 2, "goal": {"type": "threshold", "value": TARGET_MEAN}},
+        {"name": "cosine_min", "goal": {"type": "threshold", "value": TARGET_MIN}},
+    ]
+    passes = {
+        "transformers_optimization": _optimize_pass(export_dir),
+        "quantization": [
+            {
+                "type": "OnnxDynamicQuantization",
+                "precision": "int8",
+                "reduce_range": False,
+                "quant_preprocess": True,
+                "per_channel": [True, False],
+            },
+            {
+                "type": "OnnxStaticQuantization",
+                "data_config": "calib",
+                "quant_format": "QDQ",
+                "precision": "int8",
+                "activation_type": "int8",
+                "reduce_range": False,
+                "quant_preprocess": True,
+                "calibrate_method": "MinMax",
+                "per_channel": [True, False],
+            },
+            {"type": "OnnxBlockWiseRtnQuantization", "bits": 4, "block_size": 32},
+            {"type": "OnnxBlockWiseRtnQuantization", "bits": 8, "block_size": 32},
+        ],
+    }
+    return _workflow("search", fp32_path, export_dir, work_dir, quick, None, agreement, passes)
+
+
+def budget_workflow(fp32_path: Path, export_dir: Path, work_dir: Path, quick: bool) -> dict[str, Any]:
+    """The accuracy guard with its worst-sentence target searched, under a latency budget.
+
+    Goal: median latency <= SEARCH_LATENCY_BUDGET x fp32 (``percent-min-improvement``) and the issue's cosine bar
+    on the calibration sentences; objective: the highest worst-sentence cosine there. So the search keeps
+    as many sensitive nodes in float as the latency budget pays for, instead of the fewest the
+    calibration sentences need. The sensitivity analysis runs once (the engine caches it) and every
+    guard reuses its table.
+    """
+    # The tiny --quick model is too small for int8 to be faster; there the budget only checks the plumbing.
+    budget = (
+        {"type": "percent-max-degradation", "value": 200}
+        if quick
+        else {"type": "percent-min-improvement", "value": round((1 - SEARCH_LATENCY_BUDGET) * 100)}
+    )
+    agreement = [
+        {"name": "cosine_min", "priority": 1, "goal": {"type": "threshold", "value": TARGET_MIN}},
+        {"name": "cosine_mean", "priority": 2, "goal": {"type": "threshold", "value": TARGET_MEAN}},
+    ]
+    guard_data = {"data_config": "calib", "pooling": "mean", "mask_input": MASK_NAME, "max_samples": 40}
+    passes = {
+        "transformers_optimization": _optimize_pass(export_dir),
+        "sensitivity": {"type": "OnnxSensitivityAnalysis", **guard_data},
+        "quantization": {
+            "type": "OnnxAccuracyGuardedQuantization",
+            **guard_data,
+            "target_metric": "cosine_min",
+            "target_value": {
+                "olive_parameter_type": "SearchParameter",
+                "type": "Categorical",
+                "support": BUDGET_TARGETS,
+            },
+        },
+    }
+    return _workflow("guard-budget", fp32_path, export_dir, work_dir, quick, budget, agreement, passes)
+
+
+_WORKFLOWS = {"passes": search_workflow, "guard-budget": budget_workflow}
 
 
 def build_searched(row: Row, fp32_path: Path, models_dir: Path, quick: bool, export_dir: Path) -> Result:
@@ -448,8 +534,9 @@ def build_searched(row: Row, fp32_path: Path, models_dir: Path, quick: bool, exp
     except ImportError as exc:
         result.status, result.note = "not available", f"olive.workflows.run: {_one_line(exc)}"
         return result
-    workflow = search_workflow(fp32_path, export_dir, models_dir.parent, quick)
-    (models_dir.parent / "search-workflow.json").write_text(json.dumps(workflow, indent=2) + "\n")
+    workflow = _WORKFLOWS[row.search](fp32_path, export_dir, models_dir.parent, quick)
+    saved = models_dir.parent / f"{workflow['workflow_id'].removeprefix('minilm-')}-workflow.json"
+    saved.write_text(json.dumps(workflow, indent=2) + "\n")
     started = time.perf_counter()
     try:
         output = olive_run(workflow)
@@ -466,22 +553,34 @@ def build_searched(row: Row, fp32_path: Path, models_dir: Path, quick: bool, exp
     if best is None:
         result.status, result.note = "failed", f"no candidate met the goals ({output.reason}); {tried} tried"
         return result
+    varied = _searched_keys(workflow)
     chain = []
     node = best
     while node is not None and node.pass_name:
-        config = {k: v for k, v in (node.config or {}).items() if k in _SEARCH_SHOWN}
+        config = {k: v for k, v in (node.config or {}).items() if k in varied}
         shown = ", ".join(f"{k}={v}" for k, v in config.items())
         chain.append(f"{node.pass_name}({shown})" if shown else node.pass_name)
         node = output.get_node(node.parent_model_id) if node.parent_model_id else None
     model = best.create_model()
     result.model_path = Path(model.model_path)
     result.size_bytes = model.size_on_disk
+    result.guard = guard_summary(model.model_attributes)
     result.note = f"best of {tried} candidates: " + " → ".join(reversed(chain))
     return result
 
 
-# Config keys worth showing for the searched row's chosen passes (the ones the search varied).
-_SEARCH_SHOWN = ("per_channel", "quant_format", "bits", "block_size")
+def _searched_keys(workflow: dict[str, Any]) -> set[str]:
+    """Config keys the workflow varies (a list of alternatives or a search parameter): the ones worth showing."""
+    keys = set()
+    for spec in workflow["passes"].values():
+        variants = spec if isinstance(spec, list) else [spec]
+        for variant in variants:
+            keys |= {k for k, v in variant.items() if isinstance(v, list) or (isinstance(v, dict) and "support" in v)}
+        # Alternatives of one pass type (bits 4 or 8) are told apart by the values they differ in.
+        for pass_type in {v["type"] for v in variants}:
+            same = [v for v in variants if v["type"] == pass_type]
+            keys |= {k for k in set().union(*same) if len({str(v.get(k)) for v in same}) > 1}
+    return keys
 
 
 # --------------------------------------------------------------------------------------------------
@@ -556,7 +655,8 @@ def measure(results: list[Result], export_dir: Path, runs: int, warmup: int) -> 
         shift = round_index % max(1, len(order))
         for r in order[shift:] + order[:shift]:
             session, feeds = sessions[r.row.key]
-            session.run(None, feeds)  # the previous session's threads may still be spinning
+            time.sleep(SETTLE_S)  # let the previous session's threads stop spinning
+            session.run(None, feeds)
             for _ in range(per_round):
                 started = time.perf_counter()
                 session.run(None, feeds)
@@ -616,7 +716,8 @@ def report(results: list[Result], args: argparse.Namespace, export_dir: Path, lo
         + "  ",
         f"Latency: batch 1, sequence {SEQUENCE_LENGTH} (a full-length input), intra_op_num_threads={THREADS}, "
         f"each model in its own session, {args.warmup} warmup runs, then {args.runs} timed runs in "
-        f"{-(-args.runs // min(RUNS_PER_ROUND, args.runs))} interleaved rounds.  ",
+        f"{-(-args.runs // min(RUNS_PER_ROUND, args.runs))} interleaved rounds, "
+        f"{SETTLE_S * 1000:.0f} ms pause before each model's runs.  ",
         f"Accuracy: cosine similarity of mean-pooled embeddings against the "
         f"{'fp32 ONNX model' if args.quick else 'PyTorch fp32 model'} on {num_eval} held-out sentences, each "
         "run alone at its real length; mean and worst sentence. Calibration and search use other sentences.",
@@ -644,7 +745,7 @@ def guard_report(results: list[Result]) -> list[str]:
         "",
         "The guard checks its target on the calibration sentences (batch 1, each at its real length) against the "
         "model it is given; the table above judges the result on the held-out sentences against the reference, with "
-        f"the issue's bar: cosine mean >= {TARGET_MEAN} and worst >= {TARGET_MIN} at <= 0.6x fp32 latency.",
+        f"the issue's bar: cosine mean >= {TARGET_MEAN} and worst >= {TARGET_MIN} at <= {LATENCY_BAR}x fp32 latency.",
         "",
         "| row | target (calibration) | fully quantized (calibration) | kept in fp32 | reached (calibration) "
         "| held-out mean / worst | x fp32 p50 | bar met | guard s | ranking |",
@@ -658,7 +759,7 @@ def guard_report(results: list[Result]) -> list[str]:
         kept = f"{len(nodes)} of {g['candidates']}" + (": " + ", ".join(_short_node(n) for n in nodes) if nodes else "")
         mean, worst = float(np.mean(r.cosines)), float(np.min(r.cosines))
         speed = float(np.median(r.latencies_ms)) / float(np.median(base.latencies_ms)) if base else float("nan")
-        met = mean >= TARGET_MEAN and worst >= TARGET_MIN and speed <= 0.6
+        met = mean >= TARGET_MEAN and worst >= TARGET_MIN and speed <= LATENCY_BAR
         seconds = f"{g['seconds']:.1f}"
         if g.get("sensitivity_seconds") is not None:
             # A ranking the guard measured is part of its time; a reused one was paid for by the earlier pass.

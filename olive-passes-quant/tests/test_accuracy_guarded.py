@@ -442,3 +442,58 @@ def test_validate_config_prunes_invalid_search_points(planted):
     bad = config_class(**{**fixed, "pooling": "cls", "mask_input": "attention_mask"})
     assert OnnxAccuracyGuardedQuantization.validate_config(good, DEFAULT_CPU_ACCELERATOR)
     assert not OnnxAccuracyGuardedQuantization.validate_config(bad, DEFAULT_CPU_ACCELERATOR)
+
+
+def test_search_over_targets_under_a_latency_goal_keeps_the_most_accurate_model(planted, tmp_path, isolated_registry):
+    """The README's budget recipe: one analysis, one guard per target, the best worst-sample agreement wins."""
+    import olive.workflows
+
+    isolated_registry.register(OnnxSensitivityAnalysis)
+    isolated_registry.register(OnnxAccuracyGuardedQuantization)
+    model, data = planted
+    workflow = _search_workflow(model, data, tmp_path, {})
+    workflow["evaluate_input_model"] = True
+    workflow["evaluators"]["common"]["metrics"] = [
+        {
+            "name": "agreement",
+            "type": "agreement",
+            "data_config": "calib",
+            "sub_types": [
+                {"name": "cosine_min", "priority": 1, "goal": {"type": "threshold", "value": 0.99}},
+                {"name": "cosine_mean", "priority": 2},
+            ],
+        },
+        {
+            "name": "latency",
+            "type": "latency",
+            "data_config": "calib",
+            # A budget this tiny model meets whatever the timing noise: the test is about the choice.
+            "sub_types": [{"name": "avg", "goal": {"type": "percent-max-degradation", "value": 1000}}],
+            "user_config": {"warmup_num": 1, "repeat_test_num": 3},
+        },
+    ]
+    targets = {"olive_parameter_type": "SearchParameter", "type": "Categorical", "support": [0.9, 0.99, 0.9999]}
+    workflow["passes"] = {
+        "sensitivity": {"type": "OnnxSensitivityAnalysis", "data_config": "calib", "metric": "cosine_min"},
+        "quantize": {
+            "type": "OnnxAccuracyGuardedQuantization",
+            "data_config": "calib",
+            "target_metric": "cosine_min",
+            "target_value": targets,
+            "on_target_missed": "best",
+        },
+    }
+    output = olive.workflows.run(workflow)
+    assert sum(n.pass_name == "OnnxSensitivityAnalysis" for n in output.footprint) == 1
+    guards = {n.config["target_value"]: n for n in output.footprint if n.pass_key == "quantize"}
+    assert set(guards) == {0.9, 0.99, 0.9999}
+    for node in guards.values():
+        guard = node.model_json["config"]["model_attributes"]["accuracy_guard"]
+        assert guard["ranking"] in ("reused from the input model's quantization_sensitivity", "not needed")
+    # Plain int8 is enough for 0.9 and misses the workflow's 0.99 goal; keeping the planted node meets it.
+    assert guards[0.9].meets_goals is False
+    assert guards[0.99].meets_goals is True
+    key = "agreement-cosine_min"
+    eligible = [n for n in guards.values() if n.meets_goals]
+    assert output.best is not None and output.best.meets_goals
+    assert output.best.metrics[key]["value"] == max(n.metrics[key]["value"] for n in eligible)
