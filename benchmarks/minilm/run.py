@@ -14,7 +14,8 @@ One command::
    as a workflow would; a row whose pass is not installed says "not available".
 4. Measures each model in its own onnxruntime session: size on disk; latency at batch 1, sequence
    128, ``intra_op_num_threads=2`` (warmup, then ``--runs`` timed runs spread over interleaved rounds
-   so that a change in machine load hits every row alike); cosine similarity of mean-pooled embeddings
+   so that a change in machine load hits every row alike, each round of a model after a pause that lets
+   the previous session's threads stop spinning); cosine similarity of mean-pooled embeddings
    against the PyTorch reference, each held-out sentence run alone at its real length (batch 1, no
    padding), reported as the mean and the worst sentence.
 5. Prints the table and writes it to ``benchmarks/minilm/results.md`` with the command that made it.
@@ -843,7 +844,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=None, help="timed latency runs per model (default 200; quick 8)")
     parser.add_argument("--warmup", type=int, default=None, help=f"warmup runs per model (default {WARMUP}; quick 2)")
     parser.add_argument("--rows", default=None, help="comma-separated row keys to run (default: all)")
-    parser.add_argument("--no-search", action="store_true", help="skip the searched-workflow row")
+    parser.add_argument("--no-search", action="store_true", help="skip the searched rows (search, guarded-budget)")
     parser.add_argument("--results", type=Path, default=None, help="markdown file to write (default results.md here)")
     parser.add_argument("--quick", action="store_true", help="tiny test model, no PyTorch, few runs (for tests)")
     args = parser.parse_args(argv)

@@ -23,7 +23,8 @@ logger = logging.getLogger(__name__)
 
 # Seconds to wait before timing a model. After a run, an onnxruntime session's intra-op threads spin for
 # tens of milliseconds; the sessions an accuracy metric (or the previous candidate) just ran would share
-# the cores with the timed runs. On 2 cores that made int8 MiniLM time at 0.96x fp32 instead of 0.53x.
+# the cores with the timed runs. On 2 cores, an int8 MiniLM timed right after the agreement metric's
+# sessions measured 0.75x fp32, and 0.60x after this pause.
 LATENCY_SETTLE_S = 0.1
 
 _SESSION_OPTION_FIELDS = ("intra_op_num_threads", "inter_op_num_threads", "execution_mode", "graph_optimization_level")
