@@ -85,6 +85,32 @@ def test_latency_grows_with_compute_and_throughput_shrinks(tmp_path):
     assert meta["synthetic_inputs"] is True and meta["repeat_test_num"] == 30 and meta["unit"] == "ms"
 
 
+def test_ratio_sub_types_time_the_model_against_the_reference_in_alternating_rounds(tmp_path):
+    light = save_model(mlp_model(in_features=64, hidden=32, out_features=8), tmp_path / "light")
+    heavy = save_model(mlp_model(in_features=64, hidden=8192, out_features=8), tmp_path / "heavy")  # ~200x the MACs
+    evaluator = _evaluator(
+        [
+            {
+                "name": "latency",
+                "type": "latency",
+                "sub_types": ["p50", "ratio_p50", "ratio_avg"],
+                "warmup_num": 2,
+                "repeat_test_num": 20,
+            }
+        ]
+    )
+    result = evaluator.evaluate(heavy, reference_model=light)
+    paired = result.metadata["latency"]["paired_with"]
+    assert paired["model"] == str(light.model_path)
+    assert result["latency-ratio_p50"].value == pytest.approx(result["latency-p50"].value / paired["p50"])
+    assert result["latency-ratio_p50"].higher_is_better is False
+    assert result["latency-ratio_p50"].value > 3
+    assert evaluator.evaluate(light, reference_model=heavy)["latency-ratio_p50"].value < 1 / 3
+    # Against itself the ratio is 1 and nothing else is timed.
+    alone = evaluator.evaluate(light)
+    assert alone["latency-ratio_p50"].value == 1.0 and "paired_with" not in alone.metadata["latency"]
+
+
 def test_latency_uses_the_first_batch_of_the_data(tmp_path):
     model = save_model(mlp_model(), tmp_path / "m")
     write_npz_dataset(tmp_path / "d.npz", model, num_samples=20)
@@ -318,6 +344,80 @@ def test_agreement_mean_pools_with_the_attention_mask(tmp_path):
     assert result["agree-cosine_mean"].value == pytest.approx(cosine.mean(), abs=1e-6)
     assert result["agree-cosine_min"].value == pytest.approx(cosine.min(), abs=1e-6)
     assert cosine.min() < 0.9999
+
+
+def _dynamic_int8(reference, path):
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    path.mkdir(parents=True)
+    quantize_dynamic(str(reference.model_path), str(path / "model.onnx"), weight_type=QuantType.QInt8)
+    return ONNXModelHandler(model_path=str(path / "model.onnx"))
+
+
+def _trim_metric(**options):
+    return {
+        "name": "agree",
+        "type": "agreement",
+        "data_config": "d",
+        "pooling": "mean",
+        "output_name": "last_hidden_state",
+        "sub_types": ["cosine_mean", "cosine_min"],
+        **options,
+    }
+
+
+def test_agreement_trim_padding_scores_each_sample_at_its_real_length(tmp_path):
+    """Dynamic int8 takes activation ranges over padding too; trimmed, a sample scores as it would served alone."""
+    proto = bert_like_model(num_layers=1)
+    # Like a real tokenizer's [PAD], token 0 stands out after the embedding LayerNorm (one large feature), so
+    # padded positions widen the activation ranges dynamic int8 takes over the whole sequence.
+    table = next(init for init in proto.graph.initializer if init.name == "embeddings.word_embeddings.weight")
+    weights = numpy_helper.to_array(table).copy()
+    weights[0] = 0.0
+    weights[0, 0] = 10.0
+    table.CopyFrom(numpy_helper.from_array(weights, table.name))
+    reference = save_model(proto, tmp_path / "ref")
+    candidate = _dynamic_int8(reference, tmp_path / "int8")
+    inputs = random_inputs(reference, batch_size=6, sequence_length=12, seed=3)
+    lengths = [3, 5, 7, 9, 11, 12]
+    inputs["input_ids"] = np.maximum(inputs["input_ids"], 1)
+    for row, length in enumerate(lengths):
+        inputs["attention_mask"][row, length:] = 0
+        inputs["input_ids"][row, length:] = 0
+    np.savez(tmp_path / "d.npz", **inputs)
+    data = {"d": _npz_config("d", tmp_path / "d.npz", 1)}
+    trimmed = _evaluator([_trim_metric(trim_padding=True)], data).evaluate(candidate, reference_model=reference)
+    padded = _evaluator([_trim_metric()], data).evaluate(candidate, reference_model=reference)
+
+    def pooled_alone(model):
+        session = model.prepare_session()
+        rows = []
+        for row, length in enumerate(lengths):
+            alone = {name: value[row : row + 1, :length] for name, value in inputs.items()}
+            rows.append(session.run(["last_hidden_state"], alone)[0][0].mean(axis=0))
+        return np.asarray(rows, dtype=np.float64)
+
+    a, b = pooled_alone(candidate), pooled_alone(reference)
+    cosine = (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    assert trimmed["agree-cosine_min"].value == pytest.approx(cosine.min(), abs=1e-6)
+    assert trimmed["agree-cosine_mean"].value == pytest.approx(cosine.mean(), abs=1e-6)
+    # Scored padded, the [PAD] positions widen the int8 ranges and cost the real tokens precision.
+    assert padded["agree-cosine_min"].value < trimmed["agree-cosine_min"].value - 1e-5
+
+
+def test_agreement_trim_padding_needs_batches_of_one_and_agreement(tmp_path):
+    reference = save_model(bert_like_model(num_layers=1), tmp_path / "ref")
+    write_npz_dataset(tmp_path / "d.npz", reference, num_samples=4, sequence_length=8)
+    data = {"d": _npz_config("d", tmp_path / "d.npz", 4)}
+    with pytest.raises(OliveError, match=r"trim_padding: .*batches must hold one sample.*batch_size to 1"):
+        _evaluator([_trim_metric(trim_padding=True)], data).evaluate(reference, reference_model=reference)
+    data = {"d": _npz_config("d", tmp_path / "d.npz", 1)}
+    with pytest.raises(OliveError, match=r"trim_padding: the data has no 'mask' input"):
+        _evaluator([_trim_metric(trim_padding=True, mask_input="mask")], data).evaluate(reference)
+    with pytest.raises(WorkflowConfigError, match=r"trim_padding.*agreement metrics only"):
+        _evaluator([{"name": "lat", "type": "latency", "trim_padding": True}])
+    with pytest.raises(WorkflowConfigError, match=r"trim_padding.*expected true or false"):
+        _evaluator([_trim_metric(trim_padding="yes")], data)
 
 
 def test_agreement_without_reference_compares_with_itself_and_bad_output_name_is_named(tmp_path):

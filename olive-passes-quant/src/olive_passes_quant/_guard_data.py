@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from olive.data.padding import trim_right_padding
 from olive.exceptions import OliveError, PassConfigError
 from olive_passes_quant._agreement import OutputComparer, agreement
 
@@ -98,7 +99,7 @@ class EvalSet:
             raise type(exc)(f"{owner}: {exc}") from exc
         batches = rebatch([b for b in batches if b and len(next(iter(b.values())))], batch_size)
         if trim_padding and batch_size == 1 and comparer.mask_input:
-            batches = [_trim(b, comparer.mask_input, io_config) for b in batches]
+            batches = [trim_right_padding(b, comparer.mask_input, io_config) for b in batches]
         if not batches:
             raise PassConfigError(f"{owner}: {param} ({config.where}) yields no samples; it needs at least one")
         evalset = cls(batches, comparer, _empty())
@@ -152,27 +153,6 @@ def rebatch(batches: list[dict[str, Any]], batch_size: int) -> list[dict[str, An
                 flush()
     flush()
     return rebatched
-
-
-def _trim(sample: dict[str, Any], mask_input: str, io_config: Mapping[str, Any]) -> dict[str, Any]:
-    """One sample without its trailing padding (mask 0), on every input of the mask's length."""
-    import numpy as np
-
-    mask = np.asarray(sample[mask_input])
-    if mask.ndim != 2 or mask.shape[0] != 1:
-        return sample
-    length = mask.shape[1]
-    real = int(np.flatnonzero(mask[0])[-1]) + 1 if mask.any() else 0
-    # Only right padding is cut, and only on axes the model leaves free.
-    if real in (0, length) or not mask[0, :real].all():
-        return sample
-    shapes = dict(zip(io_config["input_names"], io_config["input_shapes"], strict=True))
-    trimmed = {}
-    for name, value in sample.items():
-        shape = shapes.get(name, [])
-        free = len(shape) > 1 and not (isinstance(shape[1], int) and shape[1] > 0)
-        trimmed[name] = value[:, :real] if free and value.ndim > 1 and value.shape[1] == length else value
-    return trimmed
 
 
 class _RunFailed(OliveError):

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from olive.evaluator.metric import Metric, assign_priorities, plugin_metrics
+from olive.evaluator.metric import RATIO_PREFIX, Metric, assign_priorities, plugin_metrics
 from olive.evaluator.result import MetricResult, SubMetricResult, joint_key
 from olive.exceptions import OliveError, WorkflowConfigError, closest_match_hint
 
@@ -26,6 +26,9 @@ logger = logging.getLogger(__name__)
 # the cores with the timed runs. On 2 cores, an int8 MiniLM timed right after the agreement metric's
 # sessions measured 0.75x fp32, and 0.60x after this pause.
 LATENCY_SETTLE_S = 0.1
+# ratio_* sub types time the model and the reference in this many alternating rounds (fewer with few runs);
+# each switch costs a LATENCY_SETTLE_S pause, about 2 s per evaluation.
+PAIRED_ROUNDS = 10
 
 _SESSION_OPTION_FIELDS = ("intra_op_num_threads", "inter_op_num_threads", "execution_mode", "graph_optimization_level")
 
@@ -300,53 +303,44 @@ class _Run:
         import numpy as np
 
         feeds, _ = next(iter(self.batches(metric, self.model)))
-        session, _ = self.session(self.model, metric)
         batch = len(next(iter(feeds.values()))) if feeds and next(iter(feeds.values())).ndim else 1
         io_bind = bool(metric.user_config.get("io_bind"))
-        try:
-            if io_bind:
-                # inputs are bound once, so the timed runs leave out copying the feeds in
-                binding = session.io_binding()
-                for name, value in feeds.items():
-                    binding.bind_cpu_input(name, value)
-                for output in session.get_outputs():
-                    binding.bind_output(output.name)
+        paired = self.reference is not self.model and any(s.name.startswith(RATIO_PREFIX) for s in metric.sub_types)
+        infer = self._infer(self.model, metric, feeds, io_bind)
+        if paired:
+            from olive.data.calibration import check_feeds
 
-                def infer() -> None:
-                    session.run_with_iobinding(binding)
-            else:
+            ref_name = f"reference model '{Path(self.reference.model_path).name}'"
+            ref_feeds = check_feeds(
+                feeds, self.reference.get_io_config(), f"metric '{metric.name}'", ref_name, cast=True
+            )
+            ref_infer = self._infer(self.reference, metric, ref_feeds, io_bind)
+            seconds, ref_seconds = _alternating_runs(infer, ref_infer, metric)
+        else:
+            seconds, ref_seconds = _runs(infer, metric), None
 
-                def infer() -> None:
-                    session.run(None, feeds)
+        def statistics(runs: list[float]) -> dict[str, float]:
+            times = np.asarray(runs)
+            # latency in milliseconds per run; throughput in samples per second
+            values = times * 1000.0 if metric.type == "latency" else batch / np.maximum(times, 1e-12)
+            return {
+                "avg": float(values.mean()),
+                "min": float(values.min()),
+                "max": float(values.max()),
+                **{name: float(np.percentile(values, q)) for name, q in _PERCENTILES.items()},
+            }
 
-            time.sleep(LATENCY_SETTLE_S)
-            for _ in range(metric.warmup_num):
-                infer()
-            seconds = []
-            for _ in range(metric.repeat_test_num):
-                start = time.perf_counter()
-                infer()
-                seconds.append(time.perf_counter() - start)
-                if metric.sleep_num:
-                    time.sleep(metric.sleep_num)
-        except Exception as exc:
-            raise OliveError(
-                f"metric '{metric.name}': running model '{self.model.model_path}' failed ({type(exc).__name__}: {exc})"
-            ) from exc
-        runs = np.asarray(seconds)
-        # latency in milliseconds per run; throughput in samples per second
-        values = runs * 1000.0 if metric.type == "latency" else batch / np.maximum(runs, 1e-12)
-        stats = {
-            "avg": float(values.mean()),
-            "min": float(values.min()),
-            "max": float(values.max()),
-            "p50": float(np.percentile(values, 50)),
-            "p75": float(np.percentile(values, 75)),
-            "p90": float(np.percentile(values, 90)),
-            "p95": float(np.percentile(values, 95)),
-            "p99": float(np.percentile(values, 99)),
-            "p999": float(np.percentile(values, 99.9)),
-        }
+        stats = statistics(seconds)
+        extra: dict[str, Any] = {}
+        if ref_seconds is not None:
+            ref_stats = statistics(ref_seconds)
+            stats.update(
+                {RATIO_PREFIX + k: v / ref_stats[k] if ref_stats[k] else float("nan") for k, v in stats.items()}
+            )
+            extra["paired_with"] = {"model": str(self.reference.model_path), **ref_stats}
+        else:
+            # The reference model against itself (or no reference given): the ratio is 1 by definition.
+            stats.update({RATIO_PREFIX + k: 1.0 for k in list(stats)})
         meta = self._metadata(
             metric,
             self.model,
@@ -356,8 +350,39 @@ class _Run:
             repeat_test_num=metric.repeat_test_num,
             io_bind=io_bind,
             synthetic_inputs=self.evaluator.data_config_of(metric) is None,
+            **extra,
         )
         return stats, meta
+
+    def _infer(
+        self, model: OliveModelHandler, metric: Metric, feeds: dict[str, Any], io_bind: bool
+    ) -> Callable[[], None]:
+        """One timed unit of work: a run of ``model`` on ``feeds``; failures name the model."""
+        session, _ = self.session(model, metric)
+        if io_bind:
+            # inputs are bound once, so the timed runs leave out copying the feeds in
+            binding = session.io_binding()
+            for name, value in feeds.items():
+                binding.bind_cpu_input(name, value)
+            for output in session.get_outputs():
+                binding.bind_output(output.name)
+
+            def run() -> None:
+                session.run_with_iobinding(binding)
+        else:
+
+            def run() -> None:
+                session.run(None, feeds)
+
+        def infer() -> None:
+            try:
+                run()
+            except Exception as exc:
+                raise OliveError(
+                    f"metric '{metric.name}': running model '{model.model_path}' failed ({type(exc).__name__}: {exc})"
+                ) from exc
+
+        return infer
 
     def _predictions(self, metric: Metric) -> tuple[Any, Any, Any, int]:
         """Post-processed predictions, raw outputs and labels over all batches of the metric's data."""
@@ -426,12 +451,16 @@ class _Run:
                 metric.output_name,
                 metric.pooling,
                 metric.mask_input,
+                metric.trim_padding,
                 metric.user_config.get("batch_size"),
             )
         cached = self.evaluator._reference_outputs.get(ref_key) if ref_key else None
         ref_io = self.reference.get_io_config() if self.reference is not self.model else None
         candidates, references = [], []
+        io_config = self.model.get_io_config() if metric.trim_padding else None
         for index, (feeds, _) in enumerate(self.batches(metric, self.model)):
+            if io_config is not None:
+                feeds = _trimmed(feeds, metric, io_config)
             out = self.pick_output(self.run_model(self.model, metric, feeds), metric, self.model)
             candidates.append(_pool(out, feeds, metric))
             if cached is not None and index < len(cached):
@@ -573,6 +602,67 @@ def _default_predictions(output: Any) -> Any:
             return output.argmax(axis=-1)
         return np.rint(output)
     return output
+
+
+_PERCENTILES = {"p50": 50, "p75": 75, "p90": 90, "p95": 95, "p99": 99, "p999": 99.9}
+
+
+def _runs(infer: Callable[[], None], metric: Metric) -> list[float]:
+    time.sleep(LATENCY_SETTLE_S)
+    for _ in range(metric.warmup_num):
+        infer()
+    seconds = []
+    for _ in range(metric.repeat_test_num):
+        start = time.perf_counter()
+        infer()
+        seconds.append(time.perf_counter() - start)
+        if metric.sleep_num:
+            time.sleep(metric.sleep_num)
+    return seconds
+
+
+def _alternating_runs(
+    infer: Callable[[], None], ref_infer: Callable[[], None], metric: Metric
+) -> tuple[list[float], list[float]]:
+    """``repeat_test_num`` timed runs of each, in up to PAIRED_ROUNDS alternating rounds of at least 5."""
+    per_round = max(5, -(-metric.repeat_test_num // PAIRED_ROUNDS))
+    seconds: list[float] = []
+    ref_seconds: list[float] = []
+    warmup = metric.warmup_num
+    while len(seconds) < metric.repeat_test_num:
+        count = min(per_round, metric.repeat_test_num - len(seconds))
+        for run, out in ((infer, seconds), (ref_infer, ref_seconds)):
+            # Each switch waits for the other session's threads and warms this one's up again.
+            time.sleep(LATENCY_SETTLE_S)
+            for _ in range(max(1, warmup)):
+                run()
+            for _ in range(count):
+                start = time.perf_counter()
+                run()
+                out.append(time.perf_counter() - start)
+                if metric.sleep_num:
+                    time.sleep(metric.sleep_num)
+        warmup = 1
+    return seconds, ref_seconds
+
+
+def _trimmed(feeds: dict[str, Any], metric: Metric, io_config: Mapping[str, Any]) -> dict[str, Any]:
+    from olive.data.padding import trim_right_padding
+
+    where = f"{metric.json_path}.trim_padding"
+    mask = feeds.get(metric.mask_input)
+    if mask is None:
+        raise OliveError(
+            f"{where}: the data has no '{metric.mask_input}' input to find the padding with; set mask_input to the "
+            f"model's attention-mask input (the data has {', '.join(feeds)})"
+        )
+    if getattr(mask, "ndim", 0) != 2 or mask.shape[0] != 1:
+        raise OliveError(
+            f"{where}: each sample runs alone at its real length, so batches must hold one sample; got "
+            f"'{metric.mask_input}' of shape {list(getattr(mask, 'shape', []))}. Set the data config's "
+            "dataloader_config.batch_size to 1"
+        )
+    return trim_right_padding(feeds, metric.mask_input, io_config)
 
 
 def _pool(output: Any, feeds: Mapping[str, Any], metric: Metric) -> Any:

@@ -27,11 +27,15 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 LATENCY_SUB_TYPES = ("avg", "min", "max", "p50", "p75", "p90", "p95", "p99", "p999")
+# The model's statistic divided by the reference (input) model's, both timed in alternating rounds, so a
+# change in machine speed during a search moves both alike and cancels out of the ratio.
+RATIO_PREFIX = "ratio_"
+RATIO_SUB_TYPES = tuple(RATIO_PREFIX + name for name in LATENCY_SUB_TYPES)
 
 # metric type -> {sub type: higher_is_better}; custom and plugin metrics take any sub type name.
 BUILTIN_SUB_TYPES: dict[str, dict[str, bool]] = {
-    "latency": dict.fromkeys(LATENCY_SUB_TYPES, False),
-    "throughput": dict.fromkeys(LATENCY_SUB_TYPES, True),
+    "latency": dict.fromkeys(LATENCY_SUB_TYPES + RATIO_SUB_TYPES, False),
+    "throughput": dict.fromkeys(LATENCY_SUB_TYPES + RATIO_SUB_TYPES, True),
     "accuracy": {"accuracy_score": True, "f1_score": True, "precision": True, "recall": True},
     "agreement": {"cosine_mean": True, "cosine_min": True, "max_abs_diff": False, "top1": True},
     "size_on_disk": {"bytes": False},
@@ -52,7 +56,15 @@ REPEAT_TEST_NUM = 20
 SLEEP_NUM = 0
 
 # Options that may sit at the top of a metric, in user_config, or (Olive style) in a sub type's metric_config.
-_OPTION_KEYS = ("warmup_num", "repeat_test_num", "sleep_num", "output_name", "pooling", "mask_input")
+_OPTION_KEYS = (
+    "warmup_num",
+    "repeat_test_num",
+    "sleep_num",
+    "output_name",
+    "pooling",
+    "mask_input",
+    "trim_padding",
+)
 _TOP_KEYS = (
     "name",
     "type",
@@ -129,6 +141,8 @@ class Metric:
     output_name: str | None = None
     pooling: str | None = None
     mask_input: str = "attention_mask"
+    # Agreement only: run each batch-1 sample without its right padding, as a batch-1 service would.
+    trim_padding: bool = False
     inline_data_config: DataConfig | None = attrs.field(default=None, eq=False, repr=False)
     json: dict[str, Any] = attrs.field(factory=dict, eq=False, repr=False)
     json_path: str = attrs.field(default="metric", eq=False, repr=False)
@@ -393,6 +407,13 @@ def parse_metric(
                 f"use one of {', '.join(_POOLINGS)}",
             )
         kwargs["pooling"] = None if value == "none" else value
+    if "trim_padding" in options:
+        value, where = options["trim_padding"]
+        if not isinstance(value, bool):
+            raise _fail(where, f"expected true or false, got {value!r}")
+        if value and kind != "agreement":
+            raise _fail(where, f"trim_padding applies to agreement metrics only, not '{kind}'; remove it")
+        kwargs["trim_padding"] = value
 
     data_config = data.get("data_config")
     inline = None
