@@ -305,7 +305,9 @@ class _Run:
         feeds, _ = next(iter(self.batches(metric, self.model)))
         batch = len(next(iter(feeds.values()))) if feeds and next(iter(feeds.values())).ndim else 1
         io_bind = bool(metric.user_config.get("io_bind"))
-        paired = self.reference is not self.model and any(s.name.startswith(RATIO_PREFIX) for s in metric.sub_types)
+        # The input model evaluated in a worker process is another handler of the same file: still itself.
+        itself = self.reference is self.model or str(self.reference.model_path) == str(self.model.model_path)
+        paired = not itself and any(s.name.startswith(RATIO_PREFIX) for s in metric.sub_types)
         infer = self._infer(self.model, metric, feeds, io_bind)
         if paired:
             from olive.data.calibration import check_feeds
