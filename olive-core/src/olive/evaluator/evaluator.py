@@ -317,14 +317,12 @@ class _Run:
                 feeds, self.reference.get_io_config(), f"metric '{metric.name}'", ref_name, cast=True
             )
             ref_infer = self._infer(self.reference, metric, ref_feeds, io_bind)
-            seconds, ref_seconds = _alternating_runs(infer, ref_infer, metric)
+            rounds = _alternating_runs(infer, ref_infer, metric)
+            seconds = [t for cand_round, _ in rounds for t in cand_round]
         else:
-            seconds, ref_seconds = _runs(infer, metric), None
+            rounds, seconds = None, _runs(infer, metric)
 
-        def statistics(runs: list[float]) -> dict[str, float]:
-            times = np.asarray(runs)
-            # latency in milliseconds per run; throughput in samples per second
-            values = times * 1000.0 if metric.type == "latency" else batch / np.maximum(times, 1e-12)
+        def statistics(values: Any) -> dict[str, float]:
             return {
                 "avg": float(values.mean()),
                 "min": float(values.min()),
@@ -332,13 +330,20 @@ class _Run:
                 **{name: float(np.percentile(values, q)) for name, q in _PERCENTILES.items()},
             }
 
-        stats = statistics(seconds)
+        def measured(times: Any) -> Any:
+            # latency in milliseconds per run; throughput in samples per second
+            times = np.maximum(np.asarray(times, dtype=np.float64), 1e-12)
+            return times * 1000.0 if metric.type == "latency" else batch / times
+
+        stats = statistics(measured(seconds))
         extra: dict[str, Any] = {}
-        if ref_seconds is not None:
-            ref_stats = statistics(ref_seconds)
-            stats.update(
-                {RATIO_PREFIX + k: v / ref_stats[k] if ref_stats[k] else float("nan") for k, v in stats.items()}
-            )
+        if rounds is not None:
+            ref_stats = statistics(measured([t for _, ref_round in rounds for t in ref_round]))
+            # Each run against the reference's median in its own round: a burst of load that slows a few
+            # rounds moves those rounds' ratios, not the whole measurement's.
+            relative = np.concatenate([np.asarray(c) / max(float(np.median(r)), 1e-12) for c, r in rounds])
+            ratios = relative if metric.type == "latency" else 1.0 / np.maximum(relative, 1e-12)
+            stats.update({RATIO_PREFIX + k: v for k, v in statistics(ratios).items()})
             extra["paired_with"] = {"model": str(self.reference.model_path), **ref_stats}
         else:
             # The reference model against itself (or no reference given): the ratio is 1 by definition.
@@ -625,14 +630,17 @@ def _runs(infer: Callable[[], None], metric: Metric) -> list[float]:
 
 def _alternating_runs(
     infer: Callable[[], None], ref_infer: Callable[[], None], metric: Metric
-) -> tuple[list[float], list[float]]:
-    """``repeat_test_num`` timed runs of each, in up to PAIRED_ROUNDS alternating rounds of at least 5."""
+) -> list[tuple[list[float], list[float]]]:
+    """``repeat_test_num`` timed runs of each, in up to PAIRED_ROUNDS alternating rounds of at least 5:
+    ``[(model's seconds, reference's seconds), ...]``, one pair per round."""
     per_round = max(5, -(-metric.repeat_test_num // PAIRED_ROUNDS))
-    seconds: list[float] = []
-    ref_seconds: list[float] = []
+    rounds: list[tuple[list[float], list[float]]] = []
+    done = 0
     warmup = metric.warmup_num
-    while len(seconds) < metric.repeat_test_num:
-        count = min(per_round, metric.repeat_test_num - len(seconds))
+    while done < metric.repeat_test_num:
+        count = min(per_round, metric.repeat_test_num - done)
+        seconds: list[float] = []
+        ref_seconds: list[float] = []
         for run, out in ((infer, seconds), (ref_infer, ref_seconds)):
             # Each switch waits for the other session's threads and warms this one's up again.
             time.sleep(LATENCY_SETTLE_S)
@@ -644,8 +652,10 @@ def _alternating_runs(
                 out.append(time.perf_counter() - start)
                 if metric.sleep_num:
                     time.sleep(metric.sleep_num)
+        rounds.append((seconds, ref_seconds))
+        done += count
         warmup = 1
-    return seconds, ref_seconds
+    return rounds
 
 
 def _trimmed(feeds: dict[str, Any], metric: Metric, io_config: Mapping[str, Any]) -> dict[str, Any]:

@@ -27,8 +27,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 LATENCY_SUB_TYPES = ("avg", "min", "max", "p50", "p75", "p90", "p95", "p99", "p999")
-# The model's statistic divided by the reference (input) model's, both timed in alternating rounds, so a
-# change in machine speed during a search moves both alike and cancels out of the ratio.
+# The model's runs relative to the reference (input) model's: the two are timed in alternating rounds and
+# each run of the model is divided by the reference's median in its round, so a change in machine speed
+# during a search moves both alike and cancels out of the ratio.
 RATIO_PREFIX = "ratio_"
 RATIO_SUB_TYPES = tuple(RATIO_PREFIX + name for name in LATENCY_SUB_TYPES)
 
