@@ -9,6 +9,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from olive.exceptions import OliveError, PassConfigError
+from olive.model.session_runner import session_runner
 from olive.passes import Pass, PassConfigParam
 from olive_passes_graph._common import carry_over, copy_model_files, graph_level_name, output_guard
 
@@ -254,20 +255,7 @@ def _measure(
 ) -> list[float]:
     session = model.prepare_session(inference_settings=settings)
     feed = {item.name: inputs[item.name] for item in session.get_inputs()}
-    if io_bind:
-        binding = session.io_binding()
-        for name, value in feed.items():
-            binding.bind_cpu_input(name, value)
-        for output in session.get_outputs():
-            binding.bind_output(output.name)
-
-        def run() -> None:
-            session.run_with_iobinding(binding)
-    else:
-
-        def run() -> None:
-            session.run(None, feed)
-
+    run = session_runner(session, feed, io_bind)
     try:
         for _ in range(warmup):
             run()

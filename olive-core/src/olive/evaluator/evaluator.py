@@ -365,21 +365,10 @@ class _Run:
         self, model: OliveModelHandler, metric: Metric, feeds: dict[str, Any], io_bind: bool
     ) -> Callable[[], None]:
         """One timed unit of work: a run of ``model`` on ``feeds``; failures name the model."""
+        from olive.model.session_runner import session_runner
+
         session, _ = self.session(model, metric)
-        if io_bind:
-            # inputs are bound once, so the timed runs leave out copying the feeds in
-            binding = session.io_binding()
-            for name, value in feeds.items():
-                binding.bind_cpu_input(name, value)
-            for output in session.get_outputs():
-                binding.bind_output(output.name)
-
-            def run() -> None:
-                session.run_with_iobinding(binding)
-        else:
-
-            def run() -> None:
-                session.run(None, feeds)
+        run = session_runner(session, feeds, io_bind)
 
         def infer() -> None:
             try:
