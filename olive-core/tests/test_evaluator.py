@@ -96,7 +96,8 @@ def test_ratio_sub_types_time_the_model_against_the_reference_in_alternating_rou
                 "sub_types": ["p50", "ratio_p50", "ratio_avg"],
                 "warmup_num": 2,
                 "repeat_test_num": 20,
-            }
+            },
+            {"name": "tp", "type": "throughput", "sub_types": ["ratio_p50"], "warmup_num": 2, "repeat_test_num": 10},
         ]
     )
     result = evaluator.evaluate(heavy, reference_model=light)
@@ -106,6 +107,8 @@ def test_ratio_sub_types_time_the_model_against_the_reference_in_alternating_rou
     assert result["latency-ratio_p50"].value == pytest.approx(result["latency-p50"].value / paired["p50"], rel=0.5)
     assert result["latency-ratio_p50"].higher_is_better is False
     assert result["latency-ratio_p50"].value > 3
+    # Throughput ratios point the other way: the heavy model serves a fraction of the light one's rate.
+    assert result["tp-ratio_p50"].higher_is_better is True and result["tp-ratio_p50"].value < 1 / 3
     assert evaluator.evaluate(light, reference_model=heavy)["latency-ratio_p50"].value < 1 / 3
     # Against itself the ratio is 1 and nothing else is timed.
     alone = evaluator.evaluate(light)
