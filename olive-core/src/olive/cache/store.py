@@ -24,6 +24,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import time
 import uuid
@@ -31,8 +32,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from olive.paths import system_folder_reason
+
 MARKER = "olive-cache.json"
 _SUBFOLDERS = ("runs", "evals", "tmp", "locks")
+# The names this store gives what it writes. Only what matches is ever deleted: a cache_dir may be a folder
+# that also holds the user's own files (even a `tmp/` or `runs/` of theirs).
+_KEY = r"[0-9a-f]{64}"
+_SHARD = re.compile(r"[0-9a-f]{2}")
+_RUN_ENTRY = re.compile(_KEY)
+_EVAL_ENTRY = re.compile(rf"(?:{_KEY}\.json|\.{_KEY}\.json\.\d+\.[0-9a-f]{{8}}\.tmp)")
+_TMP_ENTRY = re.compile(r"(\d+)-[0-9a-f]{16}-[0-9a-f]{8}")
+_LOCK_ENTRY = re.compile(r"(?:run-[0-9a-f]{32}|host-[A-Za-z0-9_.-]+)\.lock")
+_MARKER_TMP = re.compile(rf"\.{re.escape(MARKER)}\.\d+\.[0-9a-f]{{8}}\.tmp")
 _FORMAT = 1
 # In-process memo of file hashes: (path, inode, size, mtime_ns) -> sha256. Hashing big models on every
 # lookup would dominate a fully cached run.
@@ -97,6 +109,14 @@ class CacheStore:
     def ensure(self) -> None:
         if self._ensured:
             return
+        reason = system_folder_reason(self.root)
+        if reason is not None:
+            from olive.exceptions import CacheError
+
+            raise CacheError(
+                f"cache_dir '{self.root}' cannot hold a cache: {reason}; point cache_dir at a folder of its own "
+                "(e.g. '.olive-cache')"
+            )
         with self._writing():
             for sub in _SUBFOLDERS:
                 (self.root / sub).mkdir(parents=True, exist_ok=True)
@@ -122,14 +142,20 @@ class CacheStore:
         return (self.root / MARKER).is_file()
 
     def clean_stale_tmp(self) -> int:
-        """Remove temp folders whose process has ended (a killed run); returns how many."""
+        """Remove temp folders of runs whose process has ended (a killed run); returns how many.
+
+        Only folders named as :meth:`new_run` names them are touched; anything else in ``tmp/`` is left alone.
+        """
         removed = 0
         tmp = self.root / "tmp"
-        if not tmp.is_dir():
+        if not self.is_cache() or not tmp.is_dir() or tmp.is_symlink():
             return 0
         for entry in tmp.iterdir():
-            pid_text = entry.name.split("-", 1)[0]
-            if pid_text.isdigit() and (int(pid_text) == os.getpid() or _pid_alive(int(pid_text))):
+            match = _TMP_ENTRY.fullmatch(entry.name)
+            if match is None or entry.is_symlink() or not entry.is_dir():
+                continue
+            pid = int(match.group(1))
+            if pid == os.getpid() or _pid_alive(pid):
                 continue
             shutil.rmtree(entry, ignore_errors=True)
             removed += 1
@@ -253,19 +279,63 @@ class CacheStore:
             "runs_by_pass": dict(sorted(passes.items())),
         }
 
-    def clean(self) -> None:
-        """Delete what the cache holds, and its folder once nothing else is in it.
+    def clean(self) -> list[str]:
+        """Delete the cache's own entries, and its folder once nothing else is in it.
 
-        Only the cache's own entries go: a cache_dir pointed at a folder with other files in it (a project
-        folder) keeps them. The marker goes last, so a clean that fails part-way (a file it may not delete)
-        leaves a folder still recognized as a cache, and cleaning it again after fixing the cause works.
+        Only what this store made goes (the marker and entries named as it names them): a cache_dir that
+        also holds other files (a project folder, a ``runs/results.csv`` of the user's) keeps them, and their
+        paths relative to the cache folder are returned so the caller can say so. Symlinks are removed, never
+        followed. The marker goes last, so a clean that fails part-way (a file it may not delete) leaves a
+        folder still recognized as a cache, and cleaning it again after fixing the cause works.
         """
         self._ensured = False
-        if not self.root.exists():
-            return
-        for sub in _SUBFOLDERS:
-            if (self.root / sub).is_dir():
-                shutil.rmtree(self.root / sub)
+        if not self.root.is_dir() or not self.is_cache():
+            return []
+        kept: list[str] = []
+        for sub, pattern, sharded in (
+            ("runs", _RUN_ENTRY, True),
+            ("evals", _EVAL_ENTRY, True),
+            ("tmp", _TMP_ENTRY, False),
+            ("locks", _LOCK_ENTRY, False),
+        ):
+            _remove_owned(self.root / sub, pattern, sharded, kept, self.root)
+        for entry in self.root.iterdir():
+            if _MARKER_TMP.fullmatch(entry.name) and entry.is_file():
+                entry.unlink()
         (self.root / MARKER).unlink(missing_ok=True)
         if not any(self.root.iterdir()):
             self.root.rmdir()
+        return sorted(kept)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+
+
+def _remove_owned(folder: Path, pattern: re.Pattern[str], sharded: bool, kept: list[str], root: Path) -> None:
+    """Delete the entries of ``folder`` that match ``pattern`` (under two-character shards when ``sharded``),
+    then each folder left empty; add every other path to ``kept``."""
+    if folder.is_symlink():
+        kept.append(str(folder.relative_to(root)))
+        return
+    if not folder.is_dir():
+        return
+    for entry in folder.iterdir():
+        if sharded and _SHARD.fullmatch(entry.name) and entry.is_dir() and not entry.is_symlink():
+            for item in entry.iterdir():
+                # an entry sits in the shard of its key's first two characters
+                if pattern.fullmatch(item.name) and item.name.lstrip(".")[:2] == entry.name:
+                    _remove(item)
+                else:
+                    kept.append(str(item.relative_to(root)))
+            if not any(entry.iterdir()):
+                entry.rmdir()
+        elif not sharded and pattern.fullmatch(entry.name):
+            _remove(entry)
+        else:
+            kept.append(str(entry.relative_to(root)))
+    if not any(folder.iterdir()):
+        folder.rmdir()

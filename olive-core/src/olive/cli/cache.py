@@ -58,7 +58,7 @@ def cache_clean(cache_dir: Path) -> None:
         click.echo(f"Error: {store.root} is not an Olive cache (no olive-cache.json); not deleting it", err=True)
         sys.exit(1)
     try:
-        store.clean()
+        kept = store.clean()
     except OSError as exc:
         click.echo(
             f"Error: cannot delete the cache in '{store.root}' ({exc.strerror or exc}: {exc.filename}); fix its "
@@ -66,6 +66,9 @@ def cache_clean(cache_dir: Path) -> None:
             err=True,
         )
         sys.exit(1)
+    if kept:
+        shown = ", ".join(kept[:5]) + (f" and {len(kept) - 5} more" if len(kept) > 5 else "")
+        click.echo(f"kept {len(kept)} item(s) in {store.root} that the cache did not create: {shown}")
     if store.root.exists():
         click.echo(f"removed the cache from {store.root}; the folder's other files were kept")
     else:

@@ -29,12 +29,13 @@ def _fail(exc: BaseException, verbose: bool) -> None:
 
 
 @click.command("run")
+@click.argument("config_file", required=False, type=click.Path(path_type=Path))
 @click.option(
     "--config",
     "config_path",
-    required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="The workflow file (JSON or YAML).",
+    default=None,
+    type=click.Path(path_type=Path),
+    help="The workflow file (JSON or YAML); or give it as the argument.",
 )
 @click.option("--dry-run", is_flag=True, help="Validate the workflow and print the search space; run nothing.")
 @click.option(
@@ -51,13 +52,28 @@ def _fail(exc: BaseException, verbose: bool) -> None:
 )
 @click.option("--verbose", "-v", is_flag=True, help="Show tracebacks of errors.")
 def run_command(
-    config_path: Path, dry_run: bool, output_dir: Path | None, cache_dir: Path | None, verbose: bool
+    config_file: Path | None,
+    config_path: Path | None,
+    dry_run: bool,
+    output_dir: Path | None,
+    cache_dir: Path | None,
+    verbose: bool,
 ) -> None:
     """Run a workflow: optimize the input model with the configured passes and search.
 
-    Exit codes: 0 a model was produced; 1 the run failed or nothing met the goals; 2 the config is invalid.
+    `olive run FILE` and `olive run --config FILE` are the same. Exit codes: 0 a model was produced; 1 the
+    run failed or nothing met the goals; 2 the config is invalid.
     """
     from olive.workflows.run import execute, prepare
+
+    if config_file is not None and config_path is not None and config_file != config_path:
+        _fail(
+            WorkflowConfigError(f"two workflow files given ('{config_file}' and --config '{config_path}'); give one"),
+            verbose,
+        )
+    config_path = config_path or config_file
+    if config_path is None:
+        _fail(WorkflowConfigError("no workflow file given; run `olive run FILE` (a JSON or YAML workflow)"), verbose)
 
     overrides = {}
     if output_dir is not None:

@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import uuid
 from pathlib import Path
 
 import click
 
+from olive.engine.outputs import MODEL_FILE, claim_files, foreign_files, refuse_foreign
 from olive.exceptions import OliveError, PassConfigError, PassRunError, WorkflowConfigError
+from olive.model.handler import OliveModelHandler
+from olive.paths import system_folder_reason
 
 
 def _parse_config(text: str | None) -> dict:
@@ -107,25 +111,50 @@ def _run(pass_name: str, pass_config: str | None, model_path: Path, output_dir: 
     except ModelLoadError as exc:
         raise WorkflowConfigError(f"--model: {exc}") from exc
     resolved = pass_class.generate_config(accelerator, config, disable_search=True, pass_key=pass_name)
-    existed = output_dir.is_dir()
+    output_dir = output_dir.expanduser().absolute()
+    reason = system_folder_reason(output_dir)
+    if reason is not None:
+        raise WorkflowConfigError(
+            f"--output: '{output_dir}' cannot hold the output model: {reason}; give a folder of its own"
+        )
+    if output_dir.is_dir():
+        refuse_foreign(output_dir, foreign_files(output_dir, [MODEL_FILE]), WorkflowConfigError)
+    created = not output_dir.exists()
     try:
         output_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise WorkflowConfigError(f"--output: cannot create the folder '{output_dir}' ({exc.strerror or exc})") from exc
-    before = set(output_dir.iterdir())
+    # The pass writes into a folder of its own; its files move into the output folder only once it
+    # succeeded, and never over a file this tool did not write.
+    staging = output_dir / f".olive-run-pass-{uuid.uuid4().hex[:8]}"
     instance = pass_class(accelerator, resolved)
     try:
-        return instance.run(model, str(output_dir.resolve()))
-    except BaseException as exc:
-        # What a failed or interrupted pass wrote is not a model: leave the folder as it was.
-        if existed:
-            for entry in set(output_dir.iterdir()) - before:
-                if entry.is_dir() and not entry.is_symlink():
-                    shutil.rmtree(entry)
-                else:
-                    entry.unlink()
-        else:
-            shutil.rmtree(output_dir, ignore_errors=True)
-        if isinstance(exc, OliveError) or not isinstance(exc, Exception):
-            raise
-        raise PassRunError(f"pass {pass_name} failed: {type(exc).__name__}: {exc}") from exc
+        try:
+            result = instance.run(model, str(staging))
+        except BaseException as exc:
+            if isinstance(exc, OliveError) or not isinstance(exc, Exception):
+                raise
+            raise PassRunError(f"pass {pass_name} failed: {type(exc).__name__}: {exc}") from exc
+        produced = sorted(str(p.relative_to(staging)) for p in staging.rglob("*") if p.is_file())
+        refuse_foreign(output_dir, foreign_files(output_dir, produced), WorkflowConfigError)
+        claim_files(output_dir, produced)
+        for rel in produced:
+            (output_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+            (staging / rel).replace(output_dir / rel)
+        return _moved(result, staging, output_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        if created and not any(output_dir.iterdir()):
+            output_dir.rmdir()
+
+
+def _moved(model: OliveModelHandler, staging: Path, output_dir: Path) -> OliveModelHandler:
+    """The handler of ``model`` once its files moved from ``staging`` into ``output_dir``."""
+    data = model.to_json()
+    fields = data.get("config") or {}
+    raw = fields.get("model_path")
+    if raw is not None:
+        path = Path(raw).absolute()
+        if path == staging or staging in path.parents:
+            fields["model_path"] = str(output_dir / path.relative_to(staging))
+    return OliveModelHandler.from_json(data)

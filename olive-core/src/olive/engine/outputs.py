@@ -4,6 +4,11 @@
 ``metrics.json``, ``footprint.json`` and ``run_history.txt``, then calls every registered output writer
 (``register_output_writer``), which is how a report writer adds its files. Each file is written to a temp
 name and renamed, so a reader never sees half a file.
+
+The output folder may be one the user already uses, so the run overwrites or deletes only files it can
+prove an earlier run wrote: every file written is listed in ``.olive-output.json`` (written before the
+files themselves). A file of the same name that is not listed stops the run (at config time for the
+standard names, before anything is written for external data) instead of replacing the user's file.
 """
 
 from __future__ import annotations
@@ -23,6 +28,70 @@ if TYPE_CHECKING:
 OutputWriter = Callable[["WorkflowOutput", "WorkflowConfig", Path], None]
 _WRITERS: list[OutputWriter] = []
 
+MANIFEST = ".olive-output.json"
+MODEL_FILE = "model.onnx"
+# What every run may write; checked against the folder before the run starts.
+STANDARD_FILES = (MODEL_FILE, "model_config.json", "metrics.json", "footprint.json", "run_history.txt", "report.html")
+
+
+def claimed_files(output_dir: Path) -> set[str]:
+    """The files an earlier run recorded writing in ``output_dir`` (read from disk: anything that is not a
+    plain relative path inside the folder is ignored)."""
+    from olive.paths import UnsafeName, inside
+
+    try:
+        data = json.loads((output_dir / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    files = data.get("files") if isinstance(data, dict) else None
+    claimed = set()
+    for name in files if isinstance(files, list) else []:
+        if not isinstance(name, str):
+            continue
+        try:
+            inside(output_dir, name)
+        except (UnsafeName, OSError):
+            continue
+        claimed.add(os.path.normpath(name))
+    return claimed
+
+
+def foreign_files(output_dir: Path, names: list[str] | tuple[str, ...]) -> list[str]:
+    """Those of ``names`` that exist in ``output_dir`` but that no run of ours wrote."""
+    claimed = claimed_files(output_dir)
+    return [name for name in names if os.path.normpath(name) not in claimed and os.path.lexists(output_dir / name)]
+
+
+def check_output_dir(output_dir: Path) -> None:
+    """Raise :class:`~olive.exceptions.WorkflowConfigError` when a run must not write into ``output_dir``:
+    a system or home folder, or one holding files of the standard names that the tool did not write."""
+    from olive.exceptions import WorkflowConfigError
+    from olive.paths import system_folder_reason
+
+    reason = system_folder_reason(output_dir)
+    if reason is not None:
+        raise WorkflowConfigError(
+            f"output_dir: '{output_dir}' cannot hold a run's outputs: {reason}; point output_dir at a folder of its "
+            "own (e.g. 'output')"
+        )
+    if output_dir.is_dir():
+        refuse_foreign(output_dir, foreign_files(output_dir, STANDARD_FILES), WorkflowConfigError)
+
+
+def refuse_foreign(output_dir: Path, foreign: list[str], error: type[Exception]) -> None:
+    if foreign:
+        raise error(
+            f"output_dir: '{output_dir}' already holds {', '.join(foreign)}, which Olive did not write; move "
+            f"{'it' if len(foreign) == 1 else 'them'} away or choose another output_dir (Olive never overwrites a "
+            "file it did not create)"
+        )
+
+
+def claim_files(output_dir: Path, names: list[str]) -> None:
+    """Record ``names`` as written by the tool, before writing them (an interrupted write stays claimed)."""
+    files = sorted(claimed_files(output_dir) | {os.path.normpath(n) for n in names})
+    _write_json(output_dir / MANIFEST, {"format": 1, "written_by": "olive", "files": files})
+
 
 def register_output_writer(writer: OutputWriter) -> OutputWriter:
     """Add ``writer(output, workflow, output_dir)``, called after the standard files are written."""
@@ -41,20 +110,26 @@ def _write_json(path: Path, value: Any) -> None:
     _write_text(path, json.dumps(value, indent=2, default=str) + "\n")
 
 
-def _copy_model(node: FootprintNode, output_dir: Path) -> list[str]:
-    """Copy the model file as ``model.onnx`` and its external data beside it; returns the file names."""
+def _model_files(node: FootprintNode) -> tuple[Path, list[tuple[Path, str]]]:
+    """The best model's file and ``(source, name in output_dir)`` of each file to copy."""
     model = node.create_model()
     source = Path(model.model_path)
+    files = [(source, MODEL_FILE)]
+    for extra in model.external_data_files() if hasattr(model, "external_data_files") else []:
+        files.append((Path(extra), os.path.relpath(extra, source.parent)))
+    return source, files
+
+
+def _copy_model(files: list[tuple[Path, str]], output_dir: Path) -> list[str]:
+    """Copy the model file as ``model.onnx`` and its external data beside it; returns the file names."""
     staging = output_dir / f".model-{uuid.uuid4().hex[:8]}"
     staging.mkdir()
     try:
-        names = ["model.onnx"]
-        shutil.copyfile(source, staging / "model.onnx")
-        for extra in model.external_data_files() if hasattr(model, "external_data_files") else []:
-            rel = os.path.relpath(extra, source.parent)
+        names = []
+        for source, rel in files:
             target = staging / rel
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(extra, target)
+            shutil.copyfile(source, target)
             names.append(rel)
         for name in names:
             final = output_dir / name
@@ -78,17 +153,34 @@ def lineage(output: WorkflowOutput, node: FootprintNode) -> list[FootprintNode]:
 def write_outputs(output: WorkflowOutput, workflow: WorkflowConfig) -> Path:
     """Write the run's files into ``workflow.output_dir``; returns that folder."""
     import olive
+    from olive.exceptions import OliveError
+    from olive.paths import UnsafeName, inside
 
     output_dir = Path(workflow.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     output.output_dir = output_dir
     best = output.best
+    model_files: list[tuple[Path, str]] = []
+    if best is not None:
+        _, model_files = _model_files(best)
+        for _, rel in model_files:
+            try:
+                inside(output_dir, rel)
+            except UnsafeName as exc:
+                raise OliveError(
+                    f"the best model's external data file '{rel}' would be written outside output_dir ({exc})"
+                ) from None
+    planned = [rel for _, rel in model_files] + [name for name in STANDARD_FILES if name != MODEL_FILE]
+    refuse_foreign(output_dir, foreign_files(output_dir, planned), OliveError)
+    claimed = claimed_files(output_dir)
+    claim_files(output_dir, planned)
     # A previous run's model must not pass for this run's when nothing was produced.
     if best is None:
-        for stale in ("model.onnx", "model_config.json", "metrics.json"):
-            (output_dir / stale).unlink(missing_ok=True)
+        for stale in (MODEL_FILE, "model_config.json", "metrics.json"):
+            if stale in claimed:
+                (output_dir / stale).unlink(missing_ok=True)
     else:
-        files = _copy_model(best, output_dir)
+        files = _copy_model(model_files, output_dir)
         produced_by = [
             {
                 "pass_key": n.pass_key,

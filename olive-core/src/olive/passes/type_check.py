@@ -14,6 +14,8 @@ import typing
 from pathlib import Path
 from typing import Any
 
+from olive.paths import OutputFileName, UnsafeName, check_plain_name
+
 
 class TypeMismatch(TypeError):
     pass
@@ -38,6 +40,8 @@ def describe_type(tp: Any) -> str:
         return f"{name}[{', '.join(describe_type(a) for a in args)}]" if args else name
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return f"{tp.__name__} ({', '.join(repr(m.value) for m in tp)})"
+    if tp is OutputFileName:
+        return "a plain file name (no folder part, '..' or absolute path: the file is written in the output folder)"
     return getattr(tp, "__name__", str(tp))
 
 
@@ -101,6 +105,13 @@ def coerce_value(value: Any, tp: Any) -> Any:
         return coerce_value(value, origin)
 
     if isinstance(tp, type):
+        if tp is OutputFileName:
+            if not isinstance(value, str):
+                raise TypeMismatch(describe_type(tp))
+            try:
+                return check_plain_name(value)
+            except UnsafeName as exc:
+                raise TypeMismatch(f"{describe_type(tp)}; {exc}") from None
         if issubclass(tp, enum.Enum):
             if isinstance(value, tp):
                 return value

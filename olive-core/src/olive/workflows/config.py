@@ -282,8 +282,10 @@ class WorkflowConfig:
 def read_config_file(path: str | Path) -> dict[str, Any]:
     """Parse a ``.json``, ``.yaml`` or ``.yml`` file into a dict."""
     path = Path(path)
+    if path.is_dir():
+        raise WorkflowConfigError(f"config file '{path}' is a folder; give the workflow file (JSON or YAML) in it")
     if not path.is_file():
-        raise WorkflowConfigError(f"config file '{path}' does not exist; check the --config path")
+        raise WorkflowConfigError(f"config file '{path}' does not exist; check the path")
     text = path.read_text(encoding="utf-8")
     if not text.strip():
         raise WorkflowConfigError(

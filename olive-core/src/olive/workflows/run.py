@@ -110,16 +110,25 @@ def strategy_executor(workflow: WorkflowConfig) -> str:
 def prepare(config_or_path: Any, **overrides: Any) -> PreparedWorkflow:
     """Validate the workflow and resolve every pass config; raises before anything runs."""
     from olive.cache.store import CacheStore
+    from olive.engine.outputs import check_output_dir
     from olive.engine.plan import resolve_plan
+    from olive.paths import system_folder_reason
     from olive.search.samplers import BUILTIN_SAMPLERS, available_samplers
     from olive.workflows.config import load_workflow_config
 
     workflow = load_workflow_config(config_or_path, **overrides)
+    reason = system_folder_reason(workflow.cache_dir)
+    if reason is not None:
+        raise WorkflowConfigError(
+            f"cache_dir: '{workflow.cache_dir}' cannot hold a cache: {reason}; point cache_dir at a folder of its "
+            "own (e.g. '.olive-cache')"
+        )
     # A read-only cache that already holds every result still serves a fully cached run.
     if not CacheStore(workflow.cache_dir).is_cache():
         _check_folder(workflow.cache_dir, "cache_dir")
     _check_folder(workflow.output_dir, "output_dir")
     _check_input_model(workflow)
+    check_output_dir(workflow.output_dir)
     accelerator, providers = _accelerator(workflow)
     plans = resolve_plan(workflow, accelerator)
     from olive.engine.evaluation import check_evaluator
@@ -178,12 +187,19 @@ def execute(prepared: PreparedWorkflow, show_progress: bool = False) -> Workflow
     cache = CacheStore(workflow.cache_dir)
     if workflow.clean_cache and cache.is_cache():
         try:
-            cache.clean()
+            kept = cache.clean()
         except OSError as exc:
             raise OliveError(
                 f"clean_cache: cannot delete the cache in '{cache.root}' ({exc.strerror or exc}: {exc.filename}); "
                 "fix its permissions or set clean_cache to false"
             ) from exc
+        if kept:
+            logger.warning(
+                "clean_cache: kept %d item(s) in '%s' that the cache did not create: %s",
+                len(kept),
+                cache.root,
+                ", ".join(kept[:5]) + (f" and {len(kept) - 5} more" if len(kept) > 5 else ""),
+            )
     cache.ensure()
     cache.clean_stale_tmp()
     evaluator = None

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from olive.passes.pass_config import PassConfigParam
+from olive.paths import OutputFileName, UnsafeName, check_plain_name
 
 if TYPE_CHECKING:
     import onnx
@@ -41,7 +42,7 @@ def get_external_data_config() -> dict[str, PassConfigParam]:
             type_=bool, default_value=True, description="Put every external tensor in one file."
         ),
         "external_data_name": PassConfigParam(
-            type_=str | None,
+            type_=OutputFileName | None,
             default_value=None,
             description="Name of the external data file (default: '<model file>.data').",
         ),
@@ -80,8 +81,16 @@ def model_proto_to_file(
         onnx.save_model(model, str(output_path))
         return False
     location = external_data_name or f"{output_path.name}.data"
-    if (output_path.parent / location).exists():
-        (output_path.parent / location).unlink()
+    try:
+        check_plain_name(location)
+    except UnsafeName as exc:
+        from olive.exceptions import PassConfigError
+
+        raise PassConfigError(
+            f"external_data_name '{location}' cannot be used: {exc}; give a plain file name such as 'model.onnx.data'"
+        ) from None
+    # onnx appends to an existing data file; the output folder is the pass's own, so a leftover is replaced.
+    (output_path.parent / location).unlink(missing_ok=True)
     onnx.save_model(
         model,
         str(output_path),

@@ -1,0 +1,115 @@
+"""Paths that users give and that the tool reads back from disk: where they may point.
+
+The tool writes and deletes only inside folders it was pointed at (``cache_dir``, ``output_dir``) and, in
+them, only what it can prove it made. Two rules live here so every writer applies them the same way:
+
+- a folder the system or the user's account depends on (``/``, ``/usr``, the home folder...) is never
+  used as a cache or output folder, whatever the workflow says;
+- a name that should stay inside a folder (a file a pass writes, a path read from cache metadata) is
+  checked to resolve inside it before anything is opened, written or deleted.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+# Folders at the top of a POSIX file system (FHS) that hold the system or every user's files.
+_SYSTEM_TOP_LEVEL = frozenset(
+    {
+        "bin",
+        "boot",
+        "dev",
+        "etc",
+        "home",
+        "lib",
+        "lib32",
+        "lib64",
+        "libx32",
+        "media",
+        "mnt",
+        "opt",
+        "proc",
+        "root",
+        "run",
+        "sbin",
+        "srv",
+        "sys",
+        "tmp",
+        "usr",
+        "var",
+        "Users",
+        "System",
+        "Library",
+        "Applications",
+        "Volumes",
+        "private",
+    }
+)
+
+
+def _absolute(path: str | Path) -> Path:
+    # Absolute and without '..', but symlinks kept: a link named like a system folder is judged by its name.
+    return Path(os.path.normpath(Path(path).expanduser().absolute()))
+
+
+def system_folder_reason(path: str | Path) -> str | None:
+    """Why ``path`` must not be a cache or output folder, or None when it may be.
+
+    Refused: the file system's root, a top-level system folder (``/usr``, ``/tmp``, ``/home``...), the
+    user's home folder and the folders directly above it.
+    """
+    resolved = _absolute(path)
+    if resolved == Path(resolved.anchor):
+        return "it is the root of the file system"
+    if resolved.parent == Path(resolved.anchor) and resolved.name in _SYSTEM_TOP_LEVEL:
+        return "it is a system folder"
+    home = _absolute(Path.home())
+    if resolved == home:
+        return "it is your home folder"
+    if resolved in home.parents:
+        return "it holds your home folder"
+    return None
+
+
+class OutputFileName(str):
+    """The type of a pass param that names a file the pass writes into its output folder
+    (``PassConfigParam(type_=OutputFileName | None, ...)``): a plain file name, checked when the workflow is
+    resolved, so a name with a folder part, ``..`` or an absolute path is a config error before any run."""
+
+
+class UnsafeName(ValueError):
+    """A name that would leave the folder it is meant for."""
+
+
+def check_plain_name(name: str) -> str:
+    """``name`` if it is a plain file name (no folder part, not ``.``/``..``, not absolute); raises
+    :class:`UnsafeName` saying why otherwise."""
+    if not isinstance(name, str) or not name:
+        raise UnsafeName("it is empty")
+    if "\0" in name:
+        raise UnsafeName("it holds a NUL character")
+    if name in (".", ".."):
+        raise UnsafeName(f"'{name}' is a folder reference")
+    if Path(name).is_absolute() or name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":"):
+        raise UnsafeName("it is an absolute path")
+    if "/" in name or "\\" in name:
+        raise UnsafeName("it holds a folder separator")
+    if len(name.encode("utf-8", "surrogateescape")) > 255:
+        raise UnsafeName("it is longer than 255 bytes")
+    return name
+
+
+def inside(folder: str | Path, relative: str | Path) -> Path:
+    """``folder / relative`` when it stays inside ``folder`` once resolved (symlinks included); raises
+    :class:`UnsafeName` otherwise."""
+    relative = str(relative)
+    if "\0" in relative:
+        raise UnsafeName("it holds a NUL character")
+    if Path(relative).is_absolute() or relative.startswith(("/", "\\")):
+        raise UnsafeName("it is an absolute path")
+    base = Path(folder).resolve()
+    target = (base / relative).resolve()
+    if target != base and base not in target.parents:
+        raise UnsafeName(f"'{relative}' leads outside '{base}'")
+    return base / relative
