@@ -11,7 +11,17 @@ from collections.abc import Iterable
 
 
 class OliveError(Exception):
-    """Base class of every error Olive raises on bad input or a failed run."""
+    """Base class of every error Olive raises on bad input or a failed run.
+
+    ``OliveError(reason, owner=...)``: ``owner`` names what the message is about (``"pass 'quant'
+    (OnnxDynamicQuantization)"``, a JSON path); ``str(exc)`` is ``"owner: reason"``. Code that re-raises an
+    error under an owner of its own reads ``exc.reason`` instead of taking the message apart.
+    """
+
+    def __init__(self, reason: object = "", *args: object, owner: str | None = None):
+        self.owner = owner
+        self.reason = str(reason)
+        super().__init__(f"{owner}: {reason}" if owner else reason, *args)
 
 
 class PassConfigError(OliveError, ValueError):

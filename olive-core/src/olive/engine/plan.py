@@ -158,11 +158,11 @@ def resolve_plan(workflow: WorkflowConfig, accelerator: AcceleratorSpec) -> list
                 _, _, search = pass_class.get_config_params(accelerator, config, disable, key)
                 space = SearchSpace(search, name=f"pass '{key}'")
                 if space.size() == 0:
-                    raise PassConfigError(_empty_space_message(key, spec.type, search))
+                    raise PassConfigError(_empty_space_message(search), owner=f"pass '{key}' ({spec.type})")
             except PassConfigError as exc:
-                owner = f"pass '{key}' ({spec.type}): "
-                message = str(exc).removeprefix(owner)
-                problems.append(PassConfigError(f"{spec.json_path} ({spec.type}): {message}"))
+                # TODO(config toolkit): passes' own _check_config still put the owner in the message text.
+                message = exc.reason if exc.owner else str(exc).removeprefix(f"pass '{key}' ({spec.type}): ")
+                problems.append(PassConfigError(message, owner=f"{spec.json_path} ({spec.type})"))
                 continue
             except OliveError as exc:
                 problems.append(exc)
@@ -180,7 +180,7 @@ def resolve_plan(workflow: WorkflowConfig, accelerator: AcceleratorSpec) -> list
     return plans
 
 
-def _empty_space_message(key: str, pass_type: str, search: dict[str, Any]) -> str:
+def _empty_space_message(search: dict[str, Any]) -> str:
     from olive.search.search_parameter import Categorical, SpecialParamValue
 
     stuck = [
@@ -194,6 +194,6 @@ def _empty_space_message(key: str, pass_type: str, search: dict[str, Any]) -> st
         else ("every combination of the searched values is invalid")
     )
     return (
-        f"pass '{key}' ({pass_type}): its search space has no valid point: {which}; "
+        f"its search space has no valid point: {which}; "
         "change the values you pinned or give those params explicit values"
     )

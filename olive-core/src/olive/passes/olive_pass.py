@@ -202,7 +202,7 @@ class Pass(ABC):
         try:
             declared = cls.default_config(accelerator_spec)
         except SearchSpaceError as exc:
-            raise PassConfigError(f"{owner}: {exc}") from exc
+            raise PassConfigError(exc, owner=owner) from exc
         user = dict(config or {})
         problems: list[str] = []
 
@@ -264,26 +264,26 @@ class Pass(ABC):
                 fixed[name] = value
 
         if problems:
-            raise PassConfigError(_format_problems(owner, problems))
+            raise PassConfigError(_format_problems(problems), owner=owner)
 
         def check_fixed(names: list[str]) -> None:
             for name in names:
                 try:
                     fixed[name] = _check_value(owner, name, fixed[name], declared[name], disable_search)
                 except PassConfigError as exc:
-                    problems.append(str(exc).removeprefix(f"{owner}: "))
+                    problems.append(exc.reason)
 
         # Check plain values before conditional defaults look them up, then check what those resolved to.
         plain = [name for name, value in fixed.items() if not isinstance(value, ConditionalDefault)]
         check_fixed(plain)
         if problems:
-            raise PassConfigError(_format_problems(owner, problems))
+            raise PassConfigError(_format_problems(problems), owner=owner)
         fixed, search = cls._resolve_dependencies(owner, declared, fixed, search)
         check_fixed([name for name in fixed if name not in plain])
         for name, param in search.items():
             problems.extend(_check_search_values(name, param, declared[name]))
         if problems:
-            raise PassConfigError(_format_problems(owner, problems))
+            raise PassConfigError(_format_problems(problems), owner=owner)
 
         config_class = make_config_class(cls.pass_name(), tuple(declared))
         # A conflict between fixed values fails here, loudly; search points are checked in config_for_point.
@@ -365,7 +365,7 @@ class Pass(ABC):
         point = dict(point or {})
         for key in point:
             if key not in search and key not in fixed:
-                raise PassConfigError(f"{owner}: search point has unknown param '{key}'")
+                raise PassConfigError(f"search point has unknown param '{key}'", owner=owner)
         if declared is None:
             declared = cls.default_config(accelerator_spec)
         values = dict(fixed)
@@ -418,8 +418,9 @@ def _check_value(owner: str, name: str, value: Any, param: PassConfigParam, disa
         return value
     if isinstance(value, str) and value == SpecialParamValue.INVALID:
         raise PassConfigError(
-            f"{owner}: param '{name}' resolves to an invalid value for the other params' values; "
-            "give it a value explicitly or change the params it depends on"
+            f"param '{name}' resolves to an invalid value for the other params' values; "
+            "give it a value explicitly or change the params it depends on",
+            owner=owner,
         )
     if value is None and not param.required:
         return None
@@ -433,7 +434,7 @@ def _check_value(owner: str, name: str, value: Any, param: PassConfigParam, disa
         if isinstance(value, list) and param.search_defaults is not None and disable_search:
             hint = " (a list searches its values only when the workflow has a search_strategy)"
         raise PassConfigError(
-            f"{owner}: param '{name}' expects {describe_type(param.type_)}, got {value!r}{hint}"
+            f"param '{name}' expects {describe_type(param.type_)}, got {value!r}{hint}", owner=owner
         ) from None
     if param.category == ParamCategory.PATH and isinstance(value, str | Path):
         value = str(Path(value).expanduser().resolve()) if isinstance(value, str) else value.expanduser().resolve()
@@ -460,7 +461,7 @@ def _check_search_values(name: str, param: SearchParameter, declared: PassConfig
     return []
 
 
-def _format_problems(owner: str, problems: list[str]) -> str:
+def _format_problems(problems: list[str]) -> str:
     if len(problems) == 1:
-        return f"{owner}: {problems[0]}"
-    return f"{owner}: {len(problems)} problems:\n" + "\n".join(f"  - {p}" for p in problems)
+        return problems[0]
+    return f"{len(problems)} problems:\n" + "\n".join(f"  - {p}" for p in problems)
