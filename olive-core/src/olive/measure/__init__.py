@@ -4,8 +4,8 @@ A pass that compares its output model with its input model, a test that checks a
 outputs, and a metric that times a model all get the same numbers as Olive's own ``agreement`` and
 ``latency`` metrics by calling these functions::
 
-    from olive.measure import OutputVectors, ReferenceOutputs, create_session, session_runner, synthetic_inputs
-    from olive.measure import latency_summary, timed_runs
+    from olive.measure import ReferenceOutputs, create_session, latency_summary, session_runner, synthetic_inputs
+    from olive.measure import timed_runs
 
     feeds = synthetic_inputs(model.get_io_config())             # or batches of real data
     reference = ReferenceOutputs.of_model(model, [feeds])       # the input model's outputs, run once
