@@ -77,6 +77,18 @@ def test_agreement_of_different_shapes_or_no_sample_is_an_error():
         agreement_scores(np.zeros((0, 3)), np.zeros((0, 3)))
 
 
+def test_batches_of_different_shapes_are_compared_batch_by_batch():
+    candidate = [np.ones((1, 2, 3)), np.full((1, 4, 3), 2.0)]
+    reference = [np.ones((1, 2, 3)), np.ones((1, 4, 3))]
+    scores = agreement_scores(candidate, reference)
+    assert scores["cosine_min"] == pytest.approx(1.0) and scores["max_abs_diff"] == 1.0
+    assert cosine_similarities(candidate, reference).shape == (2,)
+    with pytest.raises(OliveError, match="2 batches of outputs against 1"):
+        agreement_scores(candidate, reference[:1])
+    with pytest.raises(OliveError, match="a list of batches with a list of batches"):
+        agreement_scores(candidate, reference[0])
+
+
 # ------------------------------------------------------------------------------------------ pooling
 
 
@@ -333,8 +345,10 @@ def test_reference_outputs_score_any_form_of_model(tmp_path):
         reference.score(42)
 
 
-def test_evaluator_agreement_is_olive_measure_agreement(tmp_path):
-    """The engine's agreement metric and olive.measure give the same numbers on the same data."""
+@pytest.mark.parametrize("pooling", ["mean", "none"])
+def test_evaluator_agreement_is_olive_measure_agreement(tmp_path, pooling):
+    """The engine's agreement metric and olive.measure give the same numbers on the same data (unpooled,
+    the samples at their real length differ in shape and are compared one by one)."""
     proto = bert_like_model(num_layers=1)
     reference_model = save_model(proto, tmp_path / "ref")
     candidate = save_model(_perturbed_copy(proto, 0.05), tmp_path / "cand")
@@ -354,7 +368,7 @@ def test_evaluator_agreement_is_olive_measure_agreement(tmp_path):
         "name": "agree",
         "type": "agreement",
         "data_config": "d",
-        "pooling": "mean",
+        "pooling": pooling,
         "trim_padding": True,
         "sub_types": ["cosine_mean", "cosine_min", "max_abs_diff", "top1"],
     }
@@ -363,7 +377,7 @@ def test_evaluator_agreement_is_olive_measure_agreement(tmp_path):
 
     io_config = reference_model.get_io_config()
     samples = samples_at_real_length([inputs], "attention_mask", io_config)
-    vectors = OutputVectors(pooling="mean", mask_input="attention_mask")
+    vectors = OutputVectors(pooling=pooling, mask_input="attention_mask")
     expected = ReferenceOutputs.of_model(reference_model, samples, vectors).score(candidate)
     assert expected["cosine_min"] < 0.9999
     for name, value in expected.items():

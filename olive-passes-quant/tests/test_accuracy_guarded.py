@@ -180,7 +180,6 @@ def test_mean_pooled_sentence_embedding_target(tmp_path, trim_padding):
 
 def test_the_guard_reports_what_the_engines_agreement_metric_measures(tmp_path):
     """One definition of agreement (olive.measure): on the same data, the guard's numbers are the metric's."""
-    from olive.data.config import DataConfig
     from olive.evaluator.evaluator import OliveEvaluator
     from olive.evaluator.metric import parse_metrics
 
@@ -203,22 +202,15 @@ def test_the_guard_reports_what_the_engines_agreement_metric_measures(tmp_path):
     guard = guarded.model_attributes["accuracy_guard"]
     assert guard["achieved"] == guard["fully_quantized"] and guard["achieved"]["cosine_min"] < 0.99999
 
-    data = DataConfig.from_json(
-        {
-            "name": "sentences",
-            "type": "NpzDataContainer",
-            "load_dataset_config": {"data_path": str(tmp_path / "sentences.npz")},
-            "dataloader_config": {"batch_size": 1},
-        }
-    )
-    metric = {
-        "name": "agree",
-        "type": "agreement",
-        "data_config": "sentences",
-        "sub_types": list(guard["achieved"]),
-        **agreement,
+    # The metric reads the same file, one sample per batch as the guard scores it.
+    sentences = {
+        "name": "sentences",
+        "type": "NpzDataContainer",
+        "load_dataset_config": {"data_path": str(tmp_path / "sentences.npz")},
+        "dataloader_config": {"batch_size": 1},
     }
-    evaluator = OliveEvaluator(parse_metrics([metric], data_config_names={"sentences"}), {"sentences": data})
+    metric = {"name": "agree", "type": "agreement", "data_config": sentences, "sub_types": list(guard["achieved"])}
+    evaluator = OliveEvaluator(parse_metrics([{**metric, **agreement}]))
     measured = evaluator.evaluate(guarded, reference_model=model)
     for name, value in guard["achieved"].items():
         # the guard records its numbers rounded to 6 digits

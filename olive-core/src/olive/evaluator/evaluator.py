@@ -428,8 +428,6 @@ class _Run:
         return values, self._metadata(metric, self.model, num_samples=count)
 
     def _agreement(self, metric: Metric) -> tuple[dict[str, float], dict[str, Any]]:
-        import numpy as np
-
         data_config = self.evaluator.data_config_of(metric)
         ref_key = None
         if data_config is not None and self.reference is not self.model:
@@ -467,13 +465,14 @@ class _Run:
                 references.append(self._vectors(self.reference, metric, ref_feeds, vectors))
         if ref_key is not None:
             self.evaluator._reference_outputs[ref_key] = references
-        for cand, ref in zip(candidates, references, strict=True):
-            if cand.shape != ref.shape:
-                raise OliveError(
-                    f"metric '{metric.name}': the model's output has shape {list(cand.shape)} but the reference "
-                    f"model's has {list(ref.shape)}; agreement compares outputs of the same shape (set output_name)"
-                )
-        values = agreement_scores(np.concatenate(candidates), np.concatenate(references))
+        try:
+            # batch by batch: unpooled samples at their real length differ in shape from one another
+            values = agreement_scores(candidates, references)
+        except OliveError as exc:
+            raise OliveError(
+                f"{exc.reason}; the model's and the reference model's outputs must match (set output_name)",
+                owner=f"metric '{metric.name}'",
+            ) from exc
         meta = self._metadata(
             metric,
             self.model,

@@ -20,10 +20,51 @@ def cosine_similarities(candidate: Any, reference: Any) -> Any:
     Each sample is flattened into one vector. Identical vectors score exactly 1.0 (not 1 less a rounding
     error), two zero vectors agree fully (1.0), a zero vector against a non-zero one scores 0.0, and every
     value is clipped to [-1, 1]. Returns a float64 array with one value per sample.
+
+    ``candidate`` and ``reference`` are arrays of one shape, or lists of such arrays (batches, paired in
+    order), whose shapes after the sample axis may differ from batch to batch (samples at their real
+    length).
     """
     import numpy as np
 
-    a, b = _same_shape(candidate, reference)
+    pairs = _batch_pairs(candidate, reference)
+    return np.concatenate([_cosines(a, b) for a, b in pairs]) if pairs else np.zeros(0)
+
+
+def agreement_scores(candidate: Any, reference: Any) -> dict[str, float]:
+    """The agreement of ``candidate`` outputs with ``reference`` outputs (samples on the first axis).
+
+    - ``cosine_mean`` / ``cosine_min``: mean and worst sample of :func:`cosine_similarities`.
+    - ``max_abs_diff``: the largest elementwise absolute difference (0.0 for empty outputs).
+    - ``top1``: the share of positions whose argmax over the last axis agrees (for outputs with a last axis
+      of one element, or one dimension only: the share of elements whose sign agrees).
+
+    Both are arrays of one shape, or lists of batches as :func:`cosine_similarities` takes them. Raises
+    :class:`~olive.exceptions.OliveError` when shapes differ or there is no sample.
+    """
+    import numpy as np
+
+    pairs = _batch_pairs(candidate, reference)
+    if sum(len(a) for a, _ in pairs) == 0:
+        raise OliveError("no sample to compare (both outputs are empty)", owner="agreement_scores")
+    cosine = np.concatenate([_cosines(a, b) for a, b in pairs])
+    matches = positions = 0
+    for a, b in pairs:
+        by_class = a.ndim >= 2 and a.shape[-1] > 1
+        same = a.argmax(axis=-1) == b.argmax(axis=-1) if by_class else np.sign(a) == np.sign(b)
+        matches += int(same.sum())
+        positions += same.size
+    return {
+        "cosine_mean": float(cosine.mean()),
+        "cosine_min": float(cosine.min()),
+        "max_abs_diff": max((float(np.max(np.abs(a - b))) for a, b in pairs if a.size), default=0.0),
+        "top1": matches / positions if positions else 1.0,
+    }
+
+
+def _cosines(a: Any, b: Any) -> Any:
+    import numpy as np
+
     flat_a = a.reshape(len(a), -1)
     flat_b = b.reshape(len(b), -1)
     norm_a = np.linalg.norm(flat_a, axis=1)
@@ -35,44 +76,25 @@ def cosine_similarities(candidate: Any, reference: Any) -> Any:
     return np.where(np.all(flat_a == flat_b, axis=1), 1.0, np.clip(cosine, -1.0, 1.0))
 
 
-def agreement_scores(candidate: Any, reference: Any) -> dict[str, float]:
-    """The agreement of ``candidate`` outputs with ``reference`` outputs (both ``[samples, ...]``, one shape).
-
-    - ``cosine_mean`` / ``cosine_min``: mean and worst sample of :func:`cosine_similarities`.
-    - ``max_abs_diff``: the largest elementwise absolute difference (0.0 for empty outputs).
-    - ``top1``: the share of positions whose argmax over the last axis agrees (for outputs with a last axis
-      of one element, or one dimension only: the share of elements whose sign agrees).
-
-    Raises :class:`~olive.exceptions.OliveError` when the shapes differ or there is no sample.
-    """
+def _batch_pairs(candidate: Any, reference: Any) -> list[tuple[Any, Any]]:
+    """``(candidate batch, reference batch)`` float64 pairs of one shape each."""
     import numpy as np
 
-    a, b = _same_shape(candidate, reference)
-    if len(a) == 0:
-        raise OliveError("no sample to compare (both outputs are empty)", owner="agreement_scores")
-    cosine = cosine_similarities(a, b)
-    if a.ndim >= 2 and a.shape[-1] > 1:
-        top1 = float(np.mean(a.argmax(axis=-1) == b.argmax(axis=-1)))
-    else:
-        top1 = float(np.mean(np.sign(a) == np.sign(b)))
-    return {
-        "cosine_mean": float(cosine.mean()),
-        "cosine_min": float(cosine.min()),
-        "max_abs_diff": float(np.max(np.abs(a - b))) if a.size else 0.0,
-        "top1": top1,
-    }
-
-
-def _same_shape(candidate: Any, reference: Any) -> tuple[Any, Any]:
-    import numpy as np
-
-    a = np.asarray(candidate, dtype=np.float64)
-    b = np.asarray(reference, dtype=np.float64)
-    if a.shape != b.shape:
-        raise OliveError(
-            f"the outputs compared have shapes {list(a.shape)} and {list(b.shape)}; agreement compares outputs "
-            "of one shape, samples on the first axis"
-        )
-    if a.ndim == 0:
-        a, b = a.reshape(1), b.reshape(1)
-    return a, b
+    batched = isinstance(candidate, list | tuple)
+    if batched != isinstance(reference, list | tuple):
+        raise OliveError("compare an array with an array, or a list of batches with a list of batches")
+    if not batched:
+        candidate, reference = [candidate], [reference]
+    if len(candidate) != len(reference):
+        raise OliveError(f"{len(candidate)} batches of outputs against {len(reference)} of the reference")
+    pairs = []
+    for a, b in zip(candidate, reference, strict=True):
+        a = np.asarray(a, dtype=np.float64)
+        b = np.asarray(b, dtype=np.float64)
+        if a.shape != b.shape:
+            raise OliveError(
+                f"the outputs compared have shapes {list(a.shape)} and {list(b.shape)}; agreement compares "
+                "outputs of one shape, samples on the first axis"
+            )
+        pairs.append((a.reshape(1), b.reshape(1)) if a.ndim == 0 else (a, b))
+    return pairs

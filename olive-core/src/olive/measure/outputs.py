@@ -87,8 +87,12 @@ class OutputVectors:
 
     def run(
         self, session: onnxruntime.InferenceSession, batches: Iterable[Mapping[str, Any]], what: str = "the model"
-    ) -> np.ndarray:
-        """The vectors of every batch run through ``session``, joined on the sample axis."""
+    ) -> np.ndarray | list[np.ndarray]:
+        """The vectors of every batch run through ``session``, joined on the sample axis.
+
+        Batches whose vectors differ in shape after the sample axis (unpooled samples at their real length)
+        come back as a list of per-batch arrays, which the agreement functions take as they are.
+        """
         import numpy as np
 
         names = [output.name for output in session.get_outputs()]
@@ -103,6 +107,8 @@ class OutputVectors:
             parts.append(self.of(dict(zip(names, values, strict=True)), feeds))
         if not parts:
             raise OliveError("there is no batch to run", owner=self.owner)
+        if any(part.shape[1:] != parts[0].shape[1:] for part in parts):
+            return parts
         return np.concatenate(parts, axis=0)
 
     def _user_pooled(self, outputs: Mapping[str, Any], feeds: Mapping[str, Any]) -> np.ndarray:

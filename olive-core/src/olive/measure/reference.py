@@ -24,7 +24,8 @@ class ReferenceOutputs:
     """Batches plus the reference's vectors on them (``[samples, ...]``, see :class:`OutputVectors`).
 
     :param batches: model feeds, one dict per batch, in the order ``vectors`` holds their samples.
-    :param vectors: the reference's vectors; from a reference model, use :meth:`of_model`.
+    :param vectors: the reference's vectors (one array, or a list of per-batch arrays as
+        :meth:`OutputVectors.run` gives them); from a reference model, use :meth:`of_model`.
     :param output_vectors: how outputs become vectors (which outputs, pooling).
     """
 
@@ -32,7 +33,10 @@ class ReferenceOutputs:
         import numpy as np
 
         self.batches = [dict(batch) for batch in batches]
-        self.vectors = np.asarray(vectors, dtype=np.float64)
+        if isinstance(vectors, list | tuple):
+            self.vectors: np.ndarray | list[np.ndarray] = [np.asarray(v, dtype=np.float64) for v in vectors]
+        else:
+            self.vectors = np.asarray(vectors, dtype=np.float64)
         self.output_vectors = output_vectors or OutputVectors()
 
     @classmethod
@@ -51,11 +55,13 @@ class ReferenceOutputs:
 
     @property
     def num_samples(self) -> int:
-        return int(self.vectors.shape[0])
+        if isinstance(self.vectors, list):
+            return sum(len(batch) for batch in self.vectors)
+        return len(self.vectors)
 
     def vectors_of(
         self, model: Any, inference_settings: Mapping[str, Any] | None = None, what: str = "the model"
-    ) -> np.ndarray:
+    ) -> np.ndarray | list[np.ndarray]:
         """``model``'s vectors on the batches (see :func:`session_of` for what ``model`` may be)."""
         return self.output_vectors.run(session_of(model, inference_settings, what), self.batches, what)
 
