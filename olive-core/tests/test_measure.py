@@ -262,6 +262,19 @@ def test_bad_settings_are_errors_naming_the_setting(tmp_path, settings, message)
         create_session(model.model_path, settings)
 
 
+def test_settings_written_by_microsoft_olives_session_tuning_are_accepted(tmp_path):
+    model = save_model(mlp_model(), tmp_path / "m")
+    olive_tuned = {
+        "execution_provider": ["CPUExecutionProvider"],
+        "provider_options": [{}],
+        "io_bind": False,
+        "tuning_op_result": None,
+        "session_options": {"execution_mode": 0, "graph_optimization_level": 99, "inter_op_num_threads": None},
+    }
+    options = create_session(model.model_path, olive_tuned).get_session_options()
+    assert options.graph_optimization_level.name == "ORT_ENABLE_ALL" and options.inter_op_num_threads == 0
+
+
 def test_providers_the_install_lacks_are_dropped_while_one_remains(caplog):
     with caplog.at_level(logging.WARNING, logger="olive.measure.sessions"):
         setup = session_setup({"execution_provider": ["NoSuchExecutionProvider", "CPUExecutionProvider"]})

@@ -177,10 +177,11 @@ class _Run:
 
     def settings_for(self, model: OliveModelHandler, metric: Metric) -> dict[str, Any]:
         # The model's own settings (e.g. from session tuning) win over the metric's.
-        settings = {
-            k: dict(v) if isinstance(v, Mapping) else v
-            for k, v in (metric.user_config.get("inference_settings") or {}).items()
-        }
+        metric_settings = metric.user_config.get("inference_settings") or {}
+        if isinstance(metric_settings, Mapping) and isinstance(metric_settings.get("onnx"), Mapping):
+            # Microsoft Olive keys a metric's settings by framework: {"onnx": {...}}
+            metric_settings = metric_settings["onnx"]
+        settings = {k: dict(v) if isinstance(v, Mapping) else v for k, v in metric_settings.items()}
         for key, value in (getattr(model, "inference_settings", None) or {}).items():
             if isinstance(value, Mapping) and isinstance(settings.get(key), dict):
                 settings[key].update(value)

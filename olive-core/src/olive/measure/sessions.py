@@ -9,7 +9,11 @@
 - ``session_options``: any ``onnxruntime.SessionOptions`` attribute (``intra_op_num_threads``,
   ``inter_op_num_threads``, ``log_severity_level``, ...), ``execution_mode`` and ``graph_optimization_level``
   as onnxruntime's enum names (``"ORT_PARALLEL"``, ``"ORT_ENABLE_ALL"``) or their numbers, and
-  ``extra_session_config`` (``add_session_config_entry`` pairs).
+  ``extra_session_config`` (``add_session_config_entry`` pairs). ``null`` leaves onnxruntime's default.
+- ``tuning_op_result``: kernel tuning results (ROCm), given to the session with ``set_tuning_results``.
+
+Microsoft Olive's session tuning also records ``io_bind`` and ``tuning_result_file`` there; they are accepted
+and change nothing about the session (IO binding is the latency metric's ``io_bind`` option).
 
 A setting that is unknown or of the wrong kind is a :class:`~olive.exceptions.ModelLoadError` naming it and
 saying what it takes. Providers the installed onnxruntime lacks are dropped with a warning while one named
@@ -31,7 +35,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-SETTING_KEYS = ("execution_provider", "execution_providers", "provider_options", "session_options")
+SETTING_KEYS = ("execution_provider", "execution_providers", "provider_options", "session_options", "tuning_op_result")
+# Recorded in a model's settings by Microsoft Olive's session tuning; nothing about a session depends on them.
+RECORDED_KEYS = ("io_bind", "tuning_result_file")
 DEFAULT_PROVIDERS = ("CPUExecutionProvider",)
 # Session options that take one of onnxruntime's enums; JSON gives their names or numbers.
 _ENUM_OPTIONS = {
@@ -63,7 +69,7 @@ def session_setup(
     :param where: how errors name the settings (a JSON path, a metric).
     """
     settings = dict(inference_settings or {})
-    unknown = [key for key in settings if key not in SETTING_KEYS]
+    unknown = [key for key in settings if key not in SETTING_KEYS + RECORDED_KEYS]
     if unknown:
         raise ModelLoadError(
             f"unknown key '{unknown[0]}'{closest_match_hint(unknown[0], SETTING_KEYS)}; inference_settings take "
@@ -99,12 +105,22 @@ def create_session(
     setup = session_setup(inference_settings, execution_providers, where)
     source = model if isinstance(model, bytes) else str(model)
     try:
-        return ort.InferenceSession(
+        session = ort.InferenceSession(
             source, sess_options=setup.options, providers=setup.providers, provider_options=setup.provider_options
         )
     except Exception as exc:
         label = what or (f"a serialized model ({len(model)} bytes)" if isinstance(model, bytes) else f"'{model}'")
         raise ModelLoadError(f"onnxruntime cannot load {label} ({type(exc).__name__}: {exc})") from exc
+    tuning_results = (inference_settings or {}).get("tuning_op_result")
+    if tuning_results:
+        try:
+            session.set_tuning_results(tuning_results)
+        except Exception as exc:
+            raise ModelLoadError(
+                f"onnxruntime refuses the tuning results ({type(exc).__name__}: {exc})",
+                owner=f"{where}.tuning_op_result",
+            ) from exc
+    return session
 
 
 def describe_session(session: onnxruntime.InferenceSession) -> dict[str, Any]:
@@ -128,6 +144,8 @@ def _session_options(values: Any, where: str) -> onnxruntime.SessionOptions:
         name for name in dir(ort.SessionOptions) if isinstance(getattr(ort.SessionOptions, name, None), property)
     )
     for key, value in values.items():
+        if value is None:
+            continue
         if key == "extra_session_config":
             _add_config_entries(options, value, f"{where}.extra_session_config")
         elif key in _ENUM_OPTIONS:
