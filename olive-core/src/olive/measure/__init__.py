@@ -41,11 +41,11 @@ it runs.
 from __future__ import annotations
 
 from olive.measure.agreement import AGREEMENT_SCORES, agreement_scores, cosine_similarities
-from olive.measure.outputs import ModelRunError, OutputVectors
+from olive.measure.outputs import OutputVectors
 from olive.measure.padding import check_one_sample, samples_at_real_length, trim_right_padding
 from olive.measure.pooling import POOLINGS, first_token, mean_pool, pool
 from olive.measure.reference import ReferenceOutputs, session_of
-from olive.measure.sessions import SessionSetup, create_session, describe_session, session_setup
+from olive.measure.sessions import ModelRunError, SessionSetup, create_session, describe_session, session_setup
 from olive.measure.synthetic import BATCH_SIZE, FREE_DIM_SIZE, concrete_shape, synthetic_inputs
 from olive.measure.timing import (
     LATENCY_SETTLE_S,

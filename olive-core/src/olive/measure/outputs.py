@@ -7,14 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 from olive.exceptions import OliveError, closest_match_hint
 from olive.measure.pooling import pool
+from olive.measure.sessions import ModelRunError
 
 if TYPE_CHECKING:
     import numpy as np
     import onnxruntime
-
-
-class ModelRunError(OliveError):
-    """onnxruntime refused to run a model on a batch (inputs of the wrong shape or values, a kernel failure)."""
 
 
 class OutputVectors:

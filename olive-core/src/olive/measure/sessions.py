@@ -16,9 +16,10 @@ Microsoft Olive's session tuning also records ``io_bind`` and ``tuning_result_fi
 and change nothing about the session (IO binding is the latency metric's ``io_bind`` option).
 
 A setting that is unknown or of the wrong kind is a :class:`~olive.exceptions.ModelLoadError` naming it and
-saying what it takes. Providers the installed onnxruntime lacks are dropped with a warning while one named
-provider remains; none left is an error. :func:`session_setup` turns settings into what
-``InferenceSession`` takes, so a new way of choosing providers is a change to that function alone.
+saying what it takes; a run that onnxruntime refuses is a :class:`ModelRunError`. Providers the installed
+onnxruntime lacks are dropped with a warning while one named provider remains; none left is an error.
+:func:`session_setup` turns settings into what ``InferenceSession`` takes, so a new way of choosing
+providers (plugin execution-provider libraries, say) is a change to that function alone.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from olive.exceptions import ModelLoadError, closest_match_hint
+from olive.exceptions import ModelLoadError, OliveError, closest_match_hint
 
 if TYPE_CHECKING:
     import onnxruntime
@@ -48,6 +49,10 @@ _ENUM_OPTIONS = {
 _KINDS = {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}
 # What a session's metadata reports of its options (the ones tuning and the metrics set).
 _DESCRIBED_OPTIONS = ("intra_op_num_threads", "inter_op_num_threads", "execution_mode", "graph_optimization_level")
+
+
+class ModelRunError(OliveError):
+    """onnxruntime refused to run a model on a batch (inputs of the wrong shape or values, a kernel failure)."""
 
 
 class SessionSetup(NamedTuple):

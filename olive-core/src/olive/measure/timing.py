@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from olive.measure.outputs import ModelRunError
+from olive.measure.sessions import ModelRunError
 
 if TYPE_CHECKING:
     import numpy as np
