@@ -8,6 +8,7 @@ Each variant is produced by the real pass (olive-passes-graph). Load time is the
 onnxruntime session with the variant's own ``inference_settings`` (offline-optimized graphs skip
 onnxruntime's optimizer at load). Latency is the median batch-1 run time with one intra-op thread, so
 numbers compare across core counts. Drift is the largest absolute output difference from the input model.
+Timing and drift are measured with ``olive.measure``, as the engine measures them.
 The last table is OrtSessionParamsTuning's own measurements on the input model.
 """
 
@@ -15,10 +16,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -49,25 +48,15 @@ def _run_pass(name: str, model: Any, config: dict[str, Any], out: Path) -> Any:
     return cls(DEFAULT_CPU_ACCELERATOR, config).run(model, out)
 
 
-def _median_ms(fn: Any, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000.0)
-    return statistics.median(times)
-
-
 def run(quick: bool, workdir: Path, seq_len: int = 64) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    import numpy as np
-
+    from olive.measure import ReferenceOutputs, latency_summary, session_runner, timed_runs
     from olive.testing.models import bert_like_model, random_inputs, save_model
 
     model = save_model(
         bert_like_model(num_layers=4, hidden_size=256, num_heads=4, intermediate_size=1024), workdir / "input"
     )
     inputs = random_inputs(model, batch_size=1, sequence_length=seq_len)
-    reference = model.prepare_session().run(None, inputs)[0]
+    reference = ReferenceOutputs.of_model(model, [inputs])
     loads, repeats = (3, 10) if quick else (10, 100)
     rows = []
     for label, passes, config in VARIANTS:
@@ -76,19 +65,20 @@ def run(quick: bool, workdir: Path, seq_len: int = 64) -> tuple[list[dict[str, A
             variant = _run_pass(name, variant, config if index == 0 else {}, workdir / f"{label}-{index}")
         settings = dict(variant.inference_settings or {})
         timed = {**settings, "session_options": {**settings.get("session_options", {}), "intra_op_num_threads": 1}}
-        load_ms = _median_ms(lambda v=variant, s=settings: v.prepare_session(inference_settings=s or None), loads)
+
+        def load(v: Any = variant, s: dict[str, Any] = settings) -> None:
+            v.prepare_session(inference_settings=s or None)
+
+        load_ms = latency_summary([t * 1000 for t in timed_runs(load, loads, settle_s=0.0)])["p50"]
         session = variant.prepare_session(inference_settings=timed)
-        for _ in range(3):
-            session.run(None, inputs)
-        latency_ms = _median_ms(lambda s=session: s.run(None, inputs), repeats)
-        drift = float(np.abs(session.run(None, inputs)[0] - reference).max())
+        latency_ms = latency_summary([t * 1000 for t in timed_runs(session_runner(session, inputs), repeats, 3)])["p50"]
         rows.append(
             {
                 "variant": label,
                 "nodes": len(variant.load_model(load_external_data=False).graph.node),
                 "load_ms": round(load_ms, 2),
                 "latency_ms": round(latency_ms, 3),
-                "max_abs_diff": drift,
+                "max_abs_diff": reference.score(session, what=label)["max_abs_diff"],
             }
         )
     tuned = _run_pass(

@@ -6,17 +6,17 @@
 
 Each variant is produced by the real pass (olive-passes-quant), then timed in one onnxruntime session
 (one intra-op thread, so numbers are comparable across machines' core counts) on seeded batch-1 inputs.
-Agreement is the cosine similarity of the variant's outputs to fp32's, mean and worst over samples.
+Agreement is the cosine similarity of the variant's outputs to fp32's, mean and worst over samples. Both
+are measured with ``olive.measure``, as the engine measures them.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -42,35 +42,19 @@ def _pass_class(name: str) -> Any:
     return get_registry().get_pass_class(name)
 
 
-def _cosines(reference: list, outputs: list) -> list[float]:
-    import numpy as np
-
-    values = []
-    for ref, out in zip(reference, outputs, strict=True):
-        a = np.concatenate([np.asarray(x, dtype=np.float64).ravel() for x in ref])
-        b = np.concatenate([np.asarray(x, dtype=np.float64).ravel() for x in out])
-        values.append(float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b))))
-    return values
-
-
 def run(quick: bool, workdir: Path, seq_len: int = 64) -> list[dict[str, Any]]:
-    import numpy as np
-    import onnxruntime as ort
-
     from olive.hardware import DEFAULT_CPU_ACCELERATOR
+    from olive.measure import ReferenceOutputs, create_session, latency_summary, timed_runs
     from olive.testing.models import bert_like_model, random_inputs, save_model, write_npz_dataset
 
     model = save_model(bert_like_model(hidden_size=128, intermediate_size=512, num_layers=2), workdir / "fp32")
     calib = write_npz_dataset(workdir / "calib.npz", model, num_samples=16, sequence_length=seq_len, seed=1)
     samples = [random_inputs(model, batch_size=1, sequence_length=seq_len, seed=100 + i) for i in range(8)]
     warmup, repeats = (2, 10) if quick else (20, 200)
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
+    settings = {"session_options": {"intra_op_num_threads": 1, "inter_op_num_threads": 1}}
+    reference = ReferenceOutputs.of_model(model.model_path, samples, inference_settings=settings)
 
     rows = []
-    reference: list = []
     for label, pass_name, config in VARIANTS:
         if pass_name:
             cls = _pass_class(pass_name)
@@ -80,27 +64,24 @@ def run(quick: bool, workdir: Path, seq_len: int = 64) -> list[dict[str, Any]]:
             variant = cls(DEFAULT_CPU_ACCELERATOR, generated).run(model, workdir / label.replace(" ", "_"))
         else:
             variant = model
-        session = ort.InferenceSession(str(variant.model_path), options, providers=["CPUExecutionProvider"])
-        outputs = [session.run(None, s) for s in samples]
-        if not reference:
-            reference = outputs
-        for i in range(warmup):
-            session.run(None, samples[i % len(samples)])
-        times = []
-        for i in range(repeats):
-            start = time.perf_counter()
-            session.run(None, samples[i % len(samples)])
-            times.append((time.perf_counter() - start) * 1000)
-        cosines = _cosines(reference, outputs)
+        session = create_session(variant.model_path, settings)
+        agreement = reference.score(session, what=label)
+        turn = itertools.count()
+
+        def run_next_sample(session: Any = session, turn: Any = turn) -> None:
+            # Each run takes the next sample, so the timing covers every sample alike.
+            session.run(None, samples[next(turn) % len(samples)])
+
+        latency = latency_summary([s * 1000 for s in timed_runs(run_next_sample, repeats, warmup)])
         rows.append(
             {
                 "variant": label,
                 "pass": pass_name or "-",
                 "size_bytes": variant.size_on_disk,
-                "latency_ms_p50": statistics.median(times),
-                "latency_ms_p90": float(np.percentile(times, 90)),
-                "cosine_mean": statistics.fmean(cosines),
-                "cosine_min": min(cosines),
+                "latency_ms_p50": latency["p50"],
+                "latency_ms_p90": latency["p90"],
+                "cosine_mean": agreement["cosine_mean"],
+                "cosine_min": agreement["cosine_min"],
             }
         )
     return rows

@@ -177,6 +177,21 @@ def test_sessions_use_the_models_inference_settings(tmp_path):
     plain_meta = evaluator.evaluate(ONNXModelHandler(path)).metadata["latency"]
     assert plain_meta["session_options"]["intra_op_num_threads"] == 3
     assert plain_meta["session_options"]["graph_optimization_level"] == "ORT_ENABLE_ALL"
+    # Microsoft Olive's form keys them by framework
+    olive_style = _evaluator(
+        [
+            {
+                "name": "latency",
+                "type": "latency",
+                "warmup_num": 0,
+                "repeat_test_num": 2,
+                "user_config": {"inference_settings": {"onnx": {"session_options": {"intra_op_num_threads": 2}}}},
+            }
+        ]
+    )
+    assert (
+        olive_style.evaluate(ONNXModelHandler(path)).metadata["latency"]["session_options"]["intra_op_num_threads"] == 2
+    )
 
 
 def test_bad_inference_settings_are_an_olive_error(tmp_path):

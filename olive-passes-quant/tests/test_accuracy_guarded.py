@@ -178,6 +178,45 @@ def test_mean_pooled_sentence_embedding_target(tmp_path, trim_padding):
     assert cos.min() == pytest.approx(guard["achieved"]["cosine_min"], abs=1e-6)
 
 
+def test_the_guard_reports_what_the_engines_agreement_metric_measures(tmp_path):
+    """One definition of agreement (olive.measure): on the same data, the guard's numbers are the metric's."""
+    from olive.evaluator.evaluator import OliveEvaluator
+    from olive.evaluator.metric import parse_metrics
+
+    model = save_model(bert_like_model(plant_outlier_layer=0), tmp_path / "model")
+    arrays = random_inputs(model, batch_size=8, sequence_length=16, seed=4)
+    lengths = np.array([16, 9, 5, 12, 3, 7, 10, 4])
+    arrays["attention_mask"] = (np.arange(16)[None, :] < lengths[:, None]).astype(np.int64)
+    np.savez(tmp_path / "sentences.npz", **arrays)
+    agreement = {"pooling": "mean", "mask_input": "attention_mask", "trim_padding": True}
+    # Nothing kept in float: the output model is the fully quantized model the guard scored.
+    config = {
+        "data_config": str(tmp_path / "sentences.npz"),
+        "target_metric": "cosine_min",
+        "target_value": 0.99999,
+        "max_fp32_nodes": 0,
+        "on_target_missed": "best",
+        **agreement,
+    }
+    guarded = _guarded(model, config, tmp_path / "out")
+    guard = guarded.model_attributes["accuracy_guard"]
+    assert guard["achieved"] == guard["fully_quantized"] and guard["achieved"]["cosine_min"] < 0.99999
+
+    # The metric reads the same file, one sample per batch as the guard scores it.
+    sentences = {
+        "name": "sentences",
+        "type": "NpzDataContainer",
+        "load_dataset_config": {"data_path": str(tmp_path / "sentences.npz")},
+        "dataloader_config": {"batch_size": 1},
+    }
+    metric = {"name": "agree", "type": "agreement", "data_config": sentences, "sub_types": list(guard["achieved"])}
+    evaluator = OliveEvaluator(parse_metrics([{**metric, **agreement}]))
+    measured = evaluator.evaluate(guarded, reference_model=model)
+    for name, value in guard["achieved"].items():
+        # the guard records its numbers rounded to 6 digits
+        assert measured[f"agree-{name}"].value == pytest.approx(value, abs=5e-7), name
+
+
 def test_pooled_output_func(planted, tmp_path):
     model, data = planted
     calls = []

@@ -5,11 +5,10 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import time
 from typing import TYPE_CHECKING, Any
 
 from olive.exceptions import OliveError, PassConfigError
-from olive.model.session_runner import session_runner
+from olive.measure import FREE_DIM_SIZE, latency_summary, session_runner, synthetic_inputs, timed_runs
 from olive.passes import Pass, PassConfigParam
 from olive_passes_graph._common import carry_over, copy_model_files, graph_level_name, output_guard
 
@@ -27,7 +26,8 @@ class OrtSessionParamsTuning(Pass):
     """Find the fastest onnxruntime session settings for the model and record them in ``inference_settings``.
 
     Every combination of the ``*_list`` params is measured (``warmup_num`` runs, then ``repeat_test_num``
-    timed runs) on the first batch of ``data_config``, or on inputs made from the model's io config. The
+    timed runs, as :func:`olive.measure.timed_runs` times them) on the first batch of ``data_config``, or on
+    :func:`olive.measure.synthetic_inputs` made from the model's io config. The
     model itself is unchanged (linked or copied to the output path); the winner goes into its
     ``inference_settings`` (``execution_provider`` + ``session_options``), which the evaluator and
     ``ONNXModelHandler.prepare_session`` use, and the full table into ``model_attributes``.
@@ -45,7 +45,8 @@ class OrtSessionParamsTuning(Pass):
             "dynamic_dim_values": PassConfigParam(
                 type_=dict[str, int] | None,
                 default_value=None,
-                description='Without data_config: sizes for symbolic dims, e.g. {"sequence": 128}; others are 1.',
+                description='Without data_config: sizes for symbolic dims, e.g. {"sequence": 128}; others are 1 '
+                f"for the batch axis and {FREE_DIM_SIZE} for the rest (olive.measure.synthetic).",
             ),
             "providers_list": PassConfigParam(
                 type_=str | list[str] | None,
@@ -113,6 +114,9 @@ class OrtSessionParamsTuning(Pass):
                     f"{owner}: param 'opt_level_list' has {value!r}; use 0, 1, 2, 99 or "
                     "ORT_DISABLE_ALL / ORT_ENABLE_BASIC / ORT_ENABLE_EXTENDED / ORT_ENABLE_ALL"
                 )
+        bad_dims = {k: v for k, v in (config.dynamic_dim_values or {}).items() if isinstance(v, bool) or not v or v < 1}
+        if bad_dims:
+            raise PassConfigError(f"{owner}: param 'dynamic_dim_values' has sizes below 1 {bad_dims}; use 1 or more")
         for name in ("intra_thread_num_list", "inter_thread_num_list"):
             bad = [v for v in _as_list(config[name]) if v < 0]
             if bad:
@@ -156,9 +160,9 @@ class OrtSessionParamsTuning(Pass):
                 logger.warning("%s: settings %s failed: %s", owner, row, exc)
                 table.append(row)
                 continue
-            latencies.sort()
-            row["latency_ms_avg"] = round(sum(latencies) / len(latencies), 4)
-            row["latency_ms_p50"] = round(latencies[len(latencies) // 2], 4)
+            summary = latency_summary(latencies)
+            row["latency_ms_avg"] = round(summary["avg"], 4)
+            row["latency_ms_p50"] = round(summary["p50"], 4)
             table.append(row)
         measured = [row for row in table if "error" not in row]
         if not measured:
@@ -253,26 +257,17 @@ def _measure(
     repeat: int,
     io_bind: bool,
 ) -> list[float]:
+    """Milliseconds of each timed run of ``model`` with ``settings``."""
     session = model.prepare_session(inference_settings=settings)
     feed = {item.name: inputs[item.name] for item in session.get_inputs()}
-    run = session_runner(session, feed, io_bind)
-    try:
-        for _ in range(warmup):
-            run()
-        latencies = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            run()
-            latencies.append((time.perf_counter() - start) * 1000.0)
-    except Exception as exc:
-        raise OliveError(f"running '{model.model_path}' failed ({type(exc).__name__}: {exc})") from exc
-    return latencies
+    run = session_runner(session, feed, io_bind, what=f"'{model.model_path}'")
+    return [seconds * 1000.0 for seconds in timed_runs(run, repeat, warmup)]
 
 
 def _load_inputs(model: ONNXModelHandler, config: BasePassConfig, owner: str) -> dict[str, Any]:
     io_config = model.get_io_config()
     if config.data_config is None:
-        return _generated_inputs(io_config, config.dynamic_dim_values or {})
+        return synthetic_inputs(io_config, config.dynamic_dim_values, owner=f"{owner}: param 'dynamic_dim_values'")
     data_config = _data_config(config.data_config, owner)
     try:
         batch = next(iter(data_config.create_dataloader()))
@@ -289,23 +284,3 @@ def _data_config(value: Any, owner: str) -> Any:
     from olive.data.calibration import as_data_config
 
     return as_data_config(value, where=f"{owner}: param 'data_config'")
-
-
-def _generated_inputs(io_config: dict[str, Any], dims: dict[str, int]) -> dict[str, Any]:
-    import numpy as np
-
-    rng = np.random.default_rng(0)
-    inputs: dict[str, Any] = {}
-    for name, shape, dtype in zip(
-        io_config["input_names"], io_config["input_shapes"], io_config["input_types"], strict=True
-    ):
-        concrete = [d if isinstance(d, int) and d > 0 else int(dims.get(str(d), 1)) for d in shape]
-        kind = np.dtype(dtype)
-        if kind.kind == "f":
-            inputs[name] = rng.standard_normal(concrete).astype(kind)
-        elif kind.kind == "b":
-            inputs[name] = np.ones(concrete, dtype=kind)
-        else:
-            # Ones are a valid index, mask value and type id for the embedding-style inputs ints usually are.
-            inputs[name] = np.ones(concrete, dtype=kind)
-    return inputs

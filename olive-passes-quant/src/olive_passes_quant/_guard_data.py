@@ -1,7 +1,9 @@
 """A fixed evaluation set for quantization variants: checked inputs and the float model's outputs on them.
 
 Every variant a sensitivity analysis or guarded quantization tries is scored on the same batches, held in
-memory, against reference outputs computed once; each variant costs one session and one pass over them.
+memory, against reference outputs computed once (:class:`olive.measure.ReferenceOutputs`); each variant
+costs one session and one pass over them. What is scored is :mod:`olive.measure`'s agreement, so the
+guard's numbers are the engine's ``agreement`` metric's on the same data.
 """
 
 from __future__ import annotations
@@ -10,9 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from olive.data.padding import trim_right_padding
-from olive.exceptions import OliveError, PassConfigError
-from olive_passes_quant._agreement import OutputComparer, agreement
+from olive.exceptions import ModelLoadError, OliveError, PassConfigError
+from olive.measure import ModelRunError, OutputVectors, ReferenceOutputs, samples_at_real_length
+from olive_passes_quant._agreement import target_measures
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,42 +39,33 @@ def to_data_config(value: Any, owner: str, param: str = "data_config") -> Any:
         raise PassConfigError(f"{owner}: invalid {param}: {exc}") from exc
 
 
-def session(model: str | Path | bytes, what: str) -> Any:
-    """A CPU onnxruntime session for a model file or serialized model; a refusal is an :class:`OliveError`."""
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    try:
-        source = model if isinstance(model, bytes) else str(model)
-        return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
-    except Exception as exc:
-        raise OliveError(f"onnxruntime cannot load {what} ({type(exc).__name__}: {exc})") from exc
+# Errors only: a search scores dozens of variants, and onnxruntime's per-session warnings would repeat for each.
+QUIET = {"session_options": {"log_severity_level": 3}}
 
 
 class EvalSet:
-    """Batches of checked inputs plus the reference model's output vectors on them.
+    """The batches variants are scored on, plus the float model's output vectors on them.
 
-    :param batches: model feeds, one dict per batch.
-    :param comparer: turns outputs into per-sample vectors.
-    :param reference: ``[samples, features]`` vectors of the float model.
+    :param reference: the float model's vectors on the batches, and how outputs become vectors.
     """
 
-    def __init__(self, batches: list[dict[str, np.ndarray]], comparer: OutputComparer, reference: np.ndarray):
-        self.batches = batches
-        self.comparer = comparer
+    def __init__(self, reference: ReferenceOutputs):
         self.reference = reference
 
     @property
+    def batches(self) -> list[dict[str, np.ndarray]]:
+        return self.reference.batches
+
+    @property
     def num_samples(self) -> int:
-        return int(self.reference.shape[0])
+        return self.reference.num_samples
 
     @classmethod
     def load(
         cls,
         data_config: Any,
         model: ONNXModelHandler,
-        comparer: OutputComparer,
+        vectors: OutputVectors,
         max_samples: int | None,
         batch_size: int,
         owner: str,
@@ -82,14 +75,17 @@ class EvalSet:
         """Read up to ``max_samples`` samples in batches of ``batch_size``, check them against ``model``'s inputs
         and run ``model`` on them.
 
-        With ``trim_padding``, ``batch_size`` 1 and the comparer's ``mask_input``, each sample's trailing
+        With ``trim_padding``, ``batch_size`` 1 and the vectors' ``mask_input``, each sample's trailing
         padding is cut off, so it runs at its real length as a batch-1 service runs it.
         """
         from olive.data.calibration import CalibrationDataReader
 
         config = to_data_config(data_config, owner, param)
         io_config = model.get_io_config()
-        comparer.check(io_config["output_names"], io_config["input_names"], owner)
+        try:
+            vectors.check(io_config)
+        except OliveError as exc:
+            raise PassConfigError(exc.reason, owner=owner) from exc
         reader = CalibrationDataReader(config, max_samples=max_samples)
         try:
             reader.check_against(model)
@@ -98,37 +94,28 @@ class EvalSet:
             # The message already names the data config; add which pass and param used it.
             raise type(exc)(f"{owner}: {exc}") from exc
         batches = rebatch([b for b in batches if b and len(next(iter(b.values())))], batch_size)
-        if trim_padding and batch_size == 1 and comparer.mask_input:
-            batches = [trim_right_padding(b, comparer.mask_input, io_config) for b in batches]
+        if trim_padding and batch_size == 1 and vectors.mask_input:
+            batches = samples_at_real_length(batches, vectors.mask_input, io_config)
         if not batches:
             raise PassConfigError(f"{owner}: {param} ({config.where}) yields no samples; it needs at least one")
-        evalset = cls(batches, comparer, _empty())
-        reference_session = session(model.model_path, f"the input model '{model.model_path}'")
         try:
-            evalset.reference = evalset.vectors(reference_session)
-        except _RunFailed as exc:
-            raise PassConfigError(f"{owner}: {param} ({config.where}) does not fit the model: {exc}") from exc
+            reference = ReferenceOutputs.of_model(
+                model.model_path, batches, vectors, QUIET, what=f"the input model '{model.model_path}'"
+            )
+        except ModelRunError as exc:
+            raise PassConfigError(
+                f"{param} ({config.where}) does not fit the model: {exc.reason}", owner=owner
+            ) from exc
+        except ModelLoadError:
+            raise
         except OliveError as exc:
             # The outputs cannot be compared as configured (pooling, pooled_output_func).
-            raise PassConfigError(f"{owner}: {exc}") from exc
-        return evalset
-
-    def vectors(self, model_session: Any) -> np.ndarray:
-        import numpy as np
-
-        names = [o.name for o in model_session.get_outputs()]
-        parts = []
-        for feeds in self.batches:
-            try:
-                values = model_session.run(None, feeds)
-            except Exception as exc:
-                raise _RunFailed(f"running the model on the data failed ({type(exc).__name__}: {exc})") from exc
-            parts.append(self.comparer.vectors(dict(zip(names, values, strict=True)), feeds))
-        return np.concatenate(parts, axis=0)
+            raise PassConfigError(exc.reason, owner=owner) from exc
+        return cls(reference)
 
     def score(self, model: str | Path | bytes, what: str) -> dict[str, float]:
-        """Agreement of a model (file path or serialized bytes) with the reference outputs."""
-        return agreement(self.reference, self.vectors(session(model, what)))
+        """Agreement of a model (file path or serialized bytes) with the float model, on the measures targets name."""
+        return target_measures(self.reference.score(model, QUIET, what))
 
 
 def rebatch(batches: list[dict[str, Any]], batch_size: int) -> list[dict[str, Any]]:
@@ -153,13 +140,3 @@ def rebatch(batches: list[dict[str, Any]], batch_size: int) -> list[dict[str, An
                 flush()
     flush()
     return rebatched
-
-
-class _RunFailed(OliveError):
-    """onnxruntime refused a batch (wrong shapes or values for the model)."""
-
-
-def _empty() -> np.ndarray:
-    import numpy as np
-
-    return np.zeros((0, 0))

@@ -355,7 +355,8 @@ def local_errors(
     import onnx
     from onnx import numpy_helper
 
-    from olive_passes_quant._guard_data import session
+    from olive.measure import create_session
+    from olive_passes_quant._guard_data import QUIET
 
     proto = onnx.load(str(model_path))
     weights = {init.name: init for init in proto.graph.initializer}
@@ -376,7 +377,7 @@ def local_errors(
     probe = scratch / "activation_probe.onnx"
     onnx.save(proto, str(probe))
     try:
-        sess = session(probe, "the activation probe")
+        sess = create_session(probe, QUIET, what="the activation probe")
         names = [o.name for o in sess.get_outputs()]
         values = dict(zip(names, sess.run(None, feeds), strict=True))
     finally:

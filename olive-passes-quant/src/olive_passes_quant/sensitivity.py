@@ -193,7 +193,7 @@ class GuardContext:
     def __init__(self, owner: str, model: ONNXModelHandler, config: BasePassConfig, scratch: Path):
         import onnx
 
-        from olive_passes_quant._agreement import OutputComparer
+        from olive.measure import OutputVectors
         from olive_passes_quant._guard_data import EvalSet
         from olive_passes_quant._int8_variants import (
             Int8Variants,
@@ -227,13 +227,13 @@ class GuardContext:
                 "nothing to quantize; set op_types_to_quantize to the op types it has, or drop this pass"
             )
         names = config.output_name
-        comparer = OutputComparer(
+        vectors = OutputVectors(
             [names] if isinstance(names, str) else names, config.pooling, config.mask_input, config.pooled_output_func
         )
         self.evalset: EvalSet = EvalSet.load(
             config.data_config,
             model,
-            comparer,
+            vectors,
             config.max_samples,
             config.batch_size,
             owner,

@@ -34,13 +34,6 @@ def documented_model(tmp_path):
     return save_model(proto, tmp_path / "input")
 
 
-def _outputs(model_path, feeds):
-    import onnxruntime as ort
-
-    session = ort.InferenceSession(str(model_path), providers=["CPUExecutionProvider"])
-    return session.run(None, feeds)
-
-
 def test_found_through_entry_point():
     from olive.plugins.registry import get_registry
 
@@ -75,6 +68,7 @@ def test_pass_contract(documented_model):
 
 @pytest.mark.parametrize("keep_graph_doc_string", [False, True])
 def test_strips_doc_strings_and_keeps_outputs(run_pass, documented_model, keep_graph_doc_string):
+    from olive.measure import ReferenceOutputs
     from olive.testing.models import random_inputs
 
     config = {"keep_graph_doc_string": keep_graph_doc_string}
@@ -83,11 +77,12 @@ def test_strips_doc_strings_and_keeps_outputs(run_pass, documented_model, keep_g
     assert proto.doc_string == ""
     assert all(node.doc_string == "" for node in proto.graph.node)
     assert proto.graph.doc_string == ("graph doc" if keep_graph_doc_string else "")
-    feeds = random_inputs(documented_model)
-    for before, after in zip(
-        _outputs(documented_model.model_path, feeds), _outputs(output.model_path, feeds), strict=True
-    ):
-        assert (before == after).all()
+    # Outputs compared the way Olive's agreement metric compares them (olive.measure): the input model runs
+    # once on the samples, the output model on the same ones; stripping doc strings changes no output value.
+    reference = ReferenceOutputs.of_model(documented_model, [random_inputs(documented_model, batch_size=4)])
+    scores = reference.score(output)
+    assert scores["max_abs_diff"] == 0.0
+    assert scores["cosine_min"] == 1.0
 
 
 def test_workflow_searches_the_param(tmp_path, documented_model):

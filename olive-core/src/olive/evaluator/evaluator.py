@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,6 +11,20 @@ from typing import TYPE_CHECKING, Any
 from olive.evaluator.metric import RATIO_PREFIX, Metric, assign_priorities, plugin_metrics
 from olive.evaluator.result import MetricResult, SubMetricResult, joint_key
 from olive.exceptions import OliveError, WorkflowConfigError, closest_match_hint
+from olive.measure import (
+    OutputVectors,
+    agreement_scores,
+    check_one_sample,
+    describe_session,
+    interleaved_runs,
+    latency_summary,
+    paired_round_size,
+    ratios_to_reference,
+    session_runner,
+    synthetic_inputs,
+    timed_runs,
+    trim_right_padding,
+)
 
 if TYPE_CHECKING:
     import onnxruntime
@@ -20,17 +33,6 @@ if TYPE_CHECKING:
     from olive.model.handler import OliveModelHandler
 
 logger = logging.getLogger(__name__)
-
-# Seconds to wait before timing a model. After a run, an onnxruntime session's intra-op threads spin for
-# tens of milliseconds; the sessions an accuracy metric (or the previous candidate) just ran would share
-# the cores with the timed runs. On 2 cores, an int8 MiniLM timed right after the agreement metric's
-# sessions measured 0.75x fp32, and 0.60x after this pause.
-LATENCY_SETTLE_S = 0.1
-# ratio_* sub types time the model and the reference in this many alternating rounds (fewer with few runs);
-# each switch costs a LATENCY_SETTLE_S pause, about 2 s per evaluation.
-PAIRED_ROUNDS = 10
-
-_SESSION_OPTION_FIELDS = ("intra_op_num_threads", "inter_op_num_threads", "execution_mode", "graph_optimization_level")
 
 
 class OliveEvaluator:
@@ -175,10 +177,11 @@ class _Run:
 
     def settings_for(self, model: OliveModelHandler, metric: Metric) -> dict[str, Any]:
         # The model's own settings (e.g. from session tuning) win over the metric's.
-        settings = {
-            k: dict(v) if isinstance(v, Mapping) else v
-            for k, v in (metric.user_config.get("inference_settings") or {}).items()
-        }
+        metric_settings = metric.user_config.get("inference_settings") or {}
+        if isinstance(metric_settings, Mapping) and isinstance(metric_settings.get("onnx"), Mapping):
+            # Microsoft Olive keys a metric's settings by framework: {"onnx": {...}}
+            metric_settings = metric_settings["onnx"]
+        settings = {k: dict(v) if isinstance(v, Mapping) else v for k, v in metric_settings.items()}
         for key, value in (getattr(model, "inference_settings", None) or {}).items():
             if isinstance(value, Mapping) and isinstance(settings.get(key), dict):
                 settings[key].update(value)
@@ -196,11 +199,11 @@ class _Run:
             if not hasattr(model, "prepare_session"):
                 raise OliveError(f"metric '{metric.name}' needs an ONNX model to run; got {model!r}")
             session = model.prepare_session(inference_settings=settings or None, execution_providers=providers)
-            options = session.get_session_options()
+            described = describe_session(session)
             info = {
-                "providers": session.get_providers(),
+                "providers": described["providers"],
                 "inference_settings": settings,
-                "session_options": {f: _plain(getattr(options, f)) for f in _SESSION_OPTION_FIELDS},
+                "session_options": described["session_options"],
             }
             self._sessions[key] = (session, info)
         return self._sessions[key]
@@ -218,7 +221,12 @@ class _Run:
             if metric.user_config.get("dataloader_func"):
                 yield from self._legacy_batches(metric, io_config, model_name)
                 return
-            yield _synthetic_feeds(metric, io_config), None
+            # A metric may give the input specs itself (Olive's user_config input_names/shapes/types).
+            specs = {
+                key: metric.user_config.get(key) or io_config[key]
+                for key in ("input_names", "input_shapes", "input_types")
+            }
+            yield synthetic_inputs(specs, owner=f"metric '{metric.name}' ({metric.json_path})"), None
             return
         # a metric's user_config.batch_size (Olive's older place for it) overrides the data config's
         loader = data_config.create_dataloader(metric.user_config.get("batch_size") or None)
@@ -269,14 +277,19 @@ class _Run:
         return dict(zip(names, outputs, strict=True))
 
     def pick_output(self, outputs: dict[str, Any], metric: Metric, model: OliveModelHandler) -> Any:
+        return outputs[self.output_key(outputs, metric, model)]
+
+    @staticmethod
+    def output_key(outputs: dict[str, Any], metric: Metric, model: OliveModelHandler) -> str:
+        """The output a metric looks at: its ``output_name``, else the model's first output."""
         if metric.output_name is None:
-            return next(iter(outputs.values()))
+            return next(iter(outputs))
         if metric.output_name not in outputs:
             raise OliveError(
                 f"{metric.json_path}.output_name: model '{model.model_path}' has no output '{metric.output_name}'"
                 f"{closest_match_hint(metric.output_name, outputs)}; its outputs: {', '.join(outputs)}"
             )
-        return outputs[metric.output_name]
+        return metric.output_name
 
     # ------------------------------------------------------------------------------------- metrics
 
@@ -309,6 +322,7 @@ class _Run:
         itself = self.reference is self.model or str(self.reference.model_path) == str(self.model.model_path)
         paired = not itself and any(s.name.startswith(RATIO_PREFIX) for s in metric.sub_types)
         infer = self._infer(self.model, metric, feeds, io_bind)
+        timing = {"warmup": metric.warmup_num, "sleep_s": metric.sleep_num}
         if paired:
             from olive.data.calibration import check_feeds
 
@@ -317,33 +331,24 @@ class _Run:
                 feeds, self.reference.get_io_config(), f"metric '{metric.name}'", ref_name, cast=True
             )
             ref_infer = self._infer(self.reference, metric, ref_feeds, io_bind)
-            rounds = _alternating_runs(infer, ref_infer, metric)
-            seconds = [t for cand_round, _ in rounds for t in cand_round]
+            per_round = paired_round_size(metric.repeat_test_num)
+            rounds = interleaved_runs([infer, ref_infer], metric.repeat_test_num, per_round=per_round, **timing)
+            seconds = [t for times in rounds for t in times[0]]
         else:
-            rounds, seconds = None, _runs(infer, metric)
-
-        def statistics(values: Any) -> dict[str, float]:
-            return {
-                "avg": float(values.mean()),
-                "min": float(values.min()),
-                "max": float(values.max()),
-                **{name: float(np.percentile(values, q)) for name, q in _PERCENTILES.items()},
-            }
+            rounds, seconds = None, timed_runs(infer, metric.repeat_test_num, **timing)
 
         def measured(times: Any) -> Any:
             # latency in milliseconds per run; throughput in samples per second
             times = np.maximum(np.asarray(times, dtype=np.float64), 1e-12)
             return times * 1000.0 if metric.type == "latency" else batch / times
 
-        stats = statistics(measured(seconds))
+        stats = latency_summary(measured(seconds))
         extra: dict[str, Any] = {}
         if rounds is not None:
-            ref_stats = statistics(measured([t for _, ref_round in rounds for t in ref_round]))
-            # Each run against the reference's median in its own round: a burst of load that slows a few
-            # rounds moves those rounds' ratios, not the whole measurement's.
-            relative = np.concatenate([np.asarray(c) / max(float(np.median(r)), 1e-12) for c, r in rounds])
+            ref_stats = latency_summary(measured([t for times in rounds for t in times[1]]))
+            relative = ratios_to_reference(rounds)
             ratios = relative if metric.type == "latency" else 1.0 / np.maximum(relative, 1e-12)
-            stats.update({RATIO_PREFIX + k: v for k, v in statistics(ratios).items()})
+            stats.update({RATIO_PREFIX + k: v for k, v in latency_summary(ratios).items()})
             extra["paired_with"] = {"model": str(self.reference.model_path), **ref_stats}
         else:
             # The reference model against itself (or no reference given): the ratio is 1 by definition.
@@ -364,21 +369,11 @@ class _Run:
     def _infer(
         self, model: OliveModelHandler, metric: Metric, feeds: dict[str, Any], io_bind: bool
     ) -> Callable[[], None]:
-        """One timed unit of work: a run of ``model`` on ``feeds``; failures name the model."""
-        from olive.model.session_runner import session_runner
-
+        """One timed unit of work: a run of ``model`` on ``feeds``; failures name the metric and the model."""
         session, _ = self.session(model, metric)
-        run = session_runner(session, feeds, io_bind)
-
-        def infer() -> None:
-            try:
-                run()
-            except Exception as exc:
-                raise OliveError(
-                    f"metric '{metric.name}': running model '{model.model_path}' failed ({type(exc).__name__}: {exc})"
-                ) from exc
-
-        return infer
+        return session_runner(
+            session, feeds, io_bind, what=f"model '{model.model_path}'", owner=f"metric '{metric.name}'"
+        )
 
     def _predictions(self, metric: Metric) -> tuple[Any, Any, Any, int]:
         """Post-processed predictions, raw outputs and labels over all batches of the metric's data."""
@@ -434,10 +429,6 @@ class _Run:
         return values, self._metadata(metric, self.model, num_samples=count)
 
     def _agreement(self, metric: Metric) -> tuple[dict[str, float], dict[str, Any]]:
-        import numpy as np
-
-        from olive.evaluator.scores import agreement_scores
-
         data_config = self.evaluator.data_config_of(metric)
         ref_key = None
         if data_config is not None and self.reference is not self.model:
@@ -452,13 +443,16 @@ class _Run:
             )
         cached = self.evaluator._reference_outputs.get(ref_key) if ref_key else None
         ref_io = self.reference.get_io_config() if self.reference is not self.model else None
+        vectors = OutputVectors(
+            pooling=metric.pooling, mask_input=metric.mask_input, owner=f"{metric.json_path}.pooling"
+        )
         candidates, references = [], []
         io_config = self.model.get_io_config() if metric.trim_padding else None
         for index, (feeds, _) in enumerate(self.batches(metric, self.model)):
             if io_config is not None:
-                feeds = _trimmed(feeds, metric, io_config)
-            out = self.pick_output(self.run_model(self.model, metric, feeds), metric, self.model)
-            candidates.append(_pool(out, feeds, metric))
+                check_one_sample(feeds, metric.mask_input, owner=f"{metric.json_path}.trim_padding")
+                feeds = trim_right_padding(feeds, metric.mask_input, io_config)
+            candidates.append(self._vectors(self.model, metric, feeds, vectors))
             if cached is not None and index < len(cached):
                 references.append(cached[index])
             else:
@@ -469,17 +463,17 @@ class _Run:
 
                     ref_name = f"reference model '{Path(self.reference.model_path).name}'"
                     ref_feeds = check_feeds(feeds, ref_io, f"metric '{metric.name}'", ref_name, cast=True)
-                ref = self.pick_output(self.run_model(self.reference, metric, ref_feeds), metric, self.reference)
-                references.append(_pool(ref, feeds, metric))
+                references.append(self._vectors(self.reference, metric, ref_feeds, vectors))
         if ref_key is not None:
             self.evaluator._reference_outputs[ref_key] = references
-        for cand, ref in zip(candidates, references, strict=True):
-            if cand.shape != ref.shape:
-                raise OliveError(
-                    f"metric '{metric.name}': the model's output has shape {list(cand.shape)} but the reference "
-                    f"model's has {list(ref.shape)}; agreement compares outputs of the same shape (set output_name)"
-                )
-        values = agreement_scores(np.concatenate(candidates), np.concatenate(references))
+        try:
+            # batch by batch: unpooled samples at their real length differ in shape from one another
+            values = agreement_scores(candidates, references)
+        except OliveError as exc:
+            raise OliveError(
+                f"{exc.reason}; the model's and the reference model's outputs must match (set output_name)",
+                owner=f"metric '{metric.name}'",
+            ) from exc
         meta = self._metadata(
             metric,
             self.model,
@@ -488,6 +482,11 @@ class _Run:
             synthetic_inputs=data_config is None,
         )
         return values, meta
+
+    def _vectors(self, model: OliveModelHandler, metric: Metric, feeds: dict[str, Any], vectors: OutputVectors) -> Any:
+        outputs = self.run_model(model, metric, feeds)
+        name = self.output_key(outputs, metric, model)
+        return vectors.of({name: outputs[name]}, feeds)
 
     def _custom(self, metric: Metric) -> tuple[dict[str, float], dict[str, Any]]:
         data_config = self.evaluator.data_config_of(metric)
@@ -550,12 +549,6 @@ class _Run:
 # ------------------------------------------------------------------------------------------------ helpers
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, bool | int | float | str) or value is None:
-        return value
-    return getattr(value, "name", str(value))
-
-
 def _size_on_disk(model: OliveModelHandler) -> int:
     size = getattr(model, "size_on_disk", None)
     if size is not None:
@@ -570,25 +563,6 @@ def _file_identity(model: OliveModelHandler) -> tuple:
     return (str(path.resolve()), stat.st_size, stat.st_mtime_ns, str(getattr(model, "inference_settings", None)))
 
 
-def _synthetic_feeds(metric: Metric, io_config: dict[str, Any]) -> dict[str, Any]:
-    # Without data, latency runs on one synthetic batch: batch 1, other free dims 16; ids are ones so they
-    # stay inside any vocabulary.
-    import numpy as np
-
-    names = metric.user_config.get("input_names") or io_config["input_names"]
-    shapes = metric.user_config.get("input_shapes") or io_config["input_shapes"]
-    types = metric.user_config.get("input_types") or io_config["input_types"]
-    rng = np.random.default_rng(0)
-    feeds = {}
-    for name, shape, dtype in zip(names, shapes, types, strict=True):
-        dims = [d if isinstance(d, int) and d > 0 else (1 if axis == 0 else 16) for axis, d in enumerate(shape)]
-        if np.issubdtype(np.dtype(dtype), np.floating):
-            feeds[name] = rng.standard_normal(dims).astype(dtype)
-        else:
-            feeds[name] = np.ones(dims, dtype=dtype)
-    return feeds
-
-
 def _default_predictions(output: Any) -> Any:
     import numpy as np
 
@@ -598,92 +572,6 @@ def _default_predictions(output: Any) -> Any:
             return output.argmax(axis=-1)
         return np.rint(output)
     return output
-
-
-_PERCENTILES = {"p50": 50, "p75": 75, "p90": 90, "p95": 95, "p99": 99, "p999": 99.9}
-
-
-def _runs(infer: Callable[[], None], metric: Metric) -> list[float]:
-    time.sleep(LATENCY_SETTLE_S)
-    for _ in range(metric.warmup_num):
-        infer()
-    seconds = []
-    for _ in range(metric.repeat_test_num):
-        start = time.perf_counter()
-        infer()
-        seconds.append(time.perf_counter() - start)
-        if metric.sleep_num:
-            time.sleep(metric.sleep_num)
-    return seconds
-
-
-def _alternating_runs(
-    infer: Callable[[], None], ref_infer: Callable[[], None], metric: Metric
-) -> list[tuple[list[float], list[float]]]:
-    """``repeat_test_num`` timed runs of each, in up to PAIRED_ROUNDS alternating rounds of at least 5:
-    ``[(model's seconds, reference's seconds), ...]``, one pair per round."""
-    per_round = max(5, -(-metric.repeat_test_num // PAIRED_ROUNDS))
-    rounds: list[tuple[list[float], list[float]]] = []
-    done = 0
-    warmup = metric.warmup_num
-    while done < metric.repeat_test_num:
-        count = min(per_round, metric.repeat_test_num - done)
-        seconds: list[float] = []
-        ref_seconds: list[float] = []
-        for run, out in ((infer, seconds), (ref_infer, ref_seconds)):
-            # Each switch waits for the other session's threads and warms this one's up again.
-            time.sleep(LATENCY_SETTLE_S)
-            for _ in range(max(1, warmup)):
-                run()
-            for _ in range(count):
-                start = time.perf_counter()
-                run()
-                out.append(time.perf_counter() - start)
-                if metric.sleep_num:
-                    time.sleep(metric.sleep_num)
-        rounds.append((seconds, ref_seconds))
-        done += count
-        warmup = 1
-    return rounds
-
-
-def _trimmed(feeds: dict[str, Any], metric: Metric, io_config: Mapping[str, Any]) -> dict[str, Any]:
-    from olive.data.padding import trim_right_padding
-
-    where = f"{metric.json_path}.trim_padding"
-    mask = feeds.get(metric.mask_input)
-    if mask is None:
-        raise OliveError(
-            f"{where}: the data has no '{metric.mask_input}' input to find the padding with; set mask_input to the "
-            f"model's attention-mask input (the data has {', '.join(feeds)})"
-        )
-    if getattr(mask, "ndim", 0) != 2 or mask.shape[0] != 1:
-        raise OliveError(
-            f"{where}: each sample runs alone at its real length, so batches must hold one sample; got "
-            f"'{metric.mask_input}' of shape {list(getattr(mask, 'shape', []))}. Set the data config's "
-            "dataloader_config.batch_size to 1"
-        )
-    return trim_right_padding(feeds, metric.mask_input, io_config)
-
-
-def _pool(output: Any, feeds: Mapping[str, Any], metric: Metric) -> Any:
-    import numpy as np
-
-    output = np.asarray(output, dtype=np.float64)
-    if metric.pooling is None:
-        return output
-    if output.ndim < 3:
-        raise OliveError(
-            f"{metric.json_path}.pooling: '{metric.pooling}' pooling needs a [batch, sequence, hidden] output, got "
-            f"shape {list(output.shape)}; remove pooling or pick another output_name"
-        )
-    if metric.pooling == "cls":
-        return output[:, 0]
-    mask = feeds.get(metric.mask_input)
-    if mask is None:
-        return output.mean(axis=1)
-    weights = np.asarray(mask, dtype=np.float64).reshape(*mask.shape[:2], *([1] * (output.ndim - 2)))
-    return (output * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
 
 
 def _fit_kwargs(func: Callable[..., Any], available: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:

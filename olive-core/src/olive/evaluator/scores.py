@@ -1,4 +1,4 @@
-"""Classification and agreement scores in numpy (no scikit-learn)."""
+"""Classification scores in numpy (no scikit-learn); agreement scores live in :mod:`olive.measure.agreement`."""
 
 from __future__ import annotations
 
@@ -38,37 +38,3 @@ def classification_scores(y_true: Any, y_pred: Any, sub_type: str, config: Mappi
         support = np.asarray([np.sum(y_true == c) for c in classes], dtype=np.float64)
         return float(np.sum(per_class * support) / support.sum()) if support.sum() else 0.0
     return float(per_class.mean())
-
-
-def agreement_scores(candidate: Any, reference: Any) -> dict[str, float]:
-    """How closely ``candidate`` outputs follow ``reference`` (both ``[samples, ...]``).
-
-    ``cosine_mean`` / ``cosine_min``: cosine similarity of each sample's flattened output (two zero
-    vectors agree fully); ``max_abs_diff``: largest elementwise difference; ``top1``: share of positions
-    whose argmax over the last axis agrees.
-    """
-    import numpy as np
-
-    a = np.asarray(candidate, dtype=np.float64)
-    b = np.asarray(reference, dtype=np.float64)
-    flat_a = a.reshape(len(a), -1)
-    flat_b = b.reshape(len(b), -1)
-    norm_a = np.linalg.norm(flat_a, axis=1)
-    norm_b = np.linalg.norm(flat_b, axis=1)
-    dot = np.sum(flat_a * flat_b, axis=1)
-    denom = norm_a * norm_b
-    cosine = np.where(
-        denom > 0, dot / np.where(denom > 0, denom, 1.0), np.where((norm_a == 0) & (norm_b == 0), 1.0, 0.0)
-    )
-    # identical outputs score exactly 1.0, not 1 - rounding error
-    cosine = np.where(np.all(flat_a == flat_b, axis=1), 1.0, np.clip(cosine, -1.0, 1.0))
-    if a.ndim >= 2 and a.shape[-1] > 1:
-        top1 = float(np.mean(a.argmax(axis=-1) == b.argmax(axis=-1)))
-    else:
-        top1 = float(np.mean(np.sign(a) == np.sign(b)))
-    return {
-        "cosine_mean": float(cosine.mean()),
-        "cosine_min": float(cosine.min()),
-        "max_abs_diff": float(np.max(np.abs(a - b))) if a.size else 0.0,
-        "top1": top1,
-    }

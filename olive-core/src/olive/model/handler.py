@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from olive.exceptions import ModelLoadError
+from olive.measure.sessions import create_session
 
 if TYPE_CHECKING:
     import onnx
@@ -215,36 +216,12 @@ class ONNXModelHandler(OliveModelHandler):
         execution_providers: Sequence[Any] | str | None = None,
         rank: int | None = None,
     ) -> onnxruntime.InferenceSession:
-        """A real onnxruntime session for the model, using ``inference_settings`` (else the handler's own)."""
-        import onnxruntime as ort
+        """A real onnxruntime session for the model, using ``inference_settings`` (else the handler's own).
 
-        settings = dict(inference_settings or self.inference_settings or {})
-        options = ort.SessionOptions()
-        session_options = dict(settings.get("session_options") or {})
-        for key, value in session_options.items():
-            if key == "extra_session_config":
-                for config_key, config_value in (value or {}).items():
-                    options.add_session_config_entry(config_key, str(config_value))
-            elif key == "execution_mode":
-                options.execution_mode = _enum_value(ort.ExecutionMode, value)
-            elif key == "graph_optimization_level":
-                options.graph_optimization_level = _enum_value(ort.GraphOptimizationLevel, value)
-            elif hasattr(options, key):
-                setattr(options, key, value)
-            else:
-                raise ModelLoadError(f"unknown onnxruntime session option '{key}' in inference_settings")
-        providers = execution_providers or settings.get("execution_provider") or ["CPUExecutionProvider"]
-        if isinstance(providers, str):
-            providers = [providers]
-        provider_options = settings.get("provider_options")
-        try:
-            return ort.InferenceSession(
-                self.model_path, sess_options=options, providers=list(providers), provider_options=provider_options
-            )
-        except ModelLoadError:
-            raise
-        except Exception as exc:
-            raise ModelLoadError(f"onnxruntime cannot load '{self.model_path}' ({type(exc).__name__}: {exc})") from exc
+        ``execution_providers``, when given, replace the settings' providers. Sessions are made by
+        :func:`olive.measure.create_session`; a bad setting is a :class:`ModelLoadError` naming it.
+        """
+        return create_session(self.model_path, inference_settings or self.inference_settings, execution_providers)
 
     def _extra_json(self) -> dict[str, Any]:
         extra: dict[str, Any] = {}
@@ -261,18 +238,3 @@ class ONNXModelHandler(OliveModelHandler):
         if self.model_attributes:
             extra["model_attributes"] = self.model_attributes
         return extra
-
-
-def _enum_value(enum_type: Any, value: Any) -> Any:
-    # Settings come from JSON as ints or names ("ORT_ENABLE_ALL"); onnxruntime wants its own enum.
-    if isinstance(value, enum_type):
-        return value
-    if isinstance(value, str):
-        try:
-            return getattr(enum_type, value)
-        except AttributeError:
-            raise ModelLoadError(f"unknown {enum_type.__name__} '{value}' in inference_settings") from None
-    for member in enum_type.__members__.values():
-        if int(member) == int(value):
-            return member
-    raise ModelLoadError(f"unknown {enum_type.__name__} value {value!r} in inference_settings")

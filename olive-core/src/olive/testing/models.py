@@ -20,6 +20,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from olive.measure import cosine_similarities
+
 if TYPE_CHECKING:
     from olive.model.handler import ONNXModelHandler
 
@@ -400,7 +402,8 @@ def output_cosine(
 
     ``a`` and ``b`` are either dicts keyed by output name (compared on ``a``'s keys) or lists in the same
     order (as ``InferenceSession.run`` returns them). Each sample (first axis) is flattened across all
-    outputs into one vector. Two zero vectors count as identical.
+    outputs into one vector, compared by :func:`olive.measure.cosine_similarities` (identical vectors score
+    exactly 1.0, two zero vectors count as identical).
     """
     if isinstance(a, Mapping):
         if not isinstance(b, Mapping):
@@ -421,8 +424,4 @@ def output_cosine(
     samples = np.shape(left[0])[0] if np.ndim(left[0]) else 1
     u = np.concatenate([np.asarray(x, dtype=np.float64).reshape(samples, -1) for x in left], axis=1)
     v = np.concatenate([np.asarray(y, dtype=np.float64).reshape(samples, -1) for y in right], axis=1)
-    dot = np.sum(u * v, axis=1)
-    norms = np.linalg.norm(u, axis=1) * np.linalg.norm(v, axis=1)
-    both_zero = (np.linalg.norm(u, axis=1) == 0) & (np.linalg.norm(v, axis=1) == 0)
-    cos = np.where(norms > 0, dot / np.where(norms > 0, norms, 1.0), np.where(both_zero, 1.0, 0.0))
-    return float(np.mean(cos))
+    return float(cosine_similarities(u, v).mean())

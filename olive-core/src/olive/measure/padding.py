@@ -8,8 +8,10 @@ the same text served alone; metrics and passes that compare outputs cut the padd
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
+
+from olive.exceptions import OliveError
 
 
 def trim_right_padding(sample: Mapping[str, Any], mask_input: str, io_config: Mapping[str, Any]) -> dict[str, Any]:
@@ -36,3 +38,32 @@ def trim_right_padding(sample: Mapping[str, Any], mask_input: str, io_config: Ma
         free = len(shape) > 1 and not (isinstance(shape[1], int) and shape[1] > 0)
         trimmed[name] = value[:, :real] if free and value.ndim > 1 and value.shape[1] == length else value
     return trimmed
+
+
+def samples_at_real_length(
+    batches: Iterable[Mapping[str, Any]], mask_input: str, io_config: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """Every sample of ``batches`` as a batch of one, its right padding cut (:func:`trim_right_padding`)."""
+    samples = []
+    for batch in batches:
+        for index in range(len(next(iter(batch.values()))) if batch else 0):
+            sample = {name: value[index : index + 1] for name, value in batch.items()}
+            samples.append(trim_right_padding(sample, mask_input, io_config))
+    return samples
+
+
+def check_one_sample(feeds: Mapping[str, Any], mask_input: str, owner: str | None = None) -> None:
+    """Refuse feeds that cannot be trimmed to one sample's real length: no ``mask_input``, or not batch 1."""
+    mask = feeds.get(mask_input)
+    if mask is None:
+        raise OliveError(
+            f"the data has no '{mask_input}' input to find the padding with; set mask_input to the model's "
+            f"attention-mask input (the data has {', '.join(feeds)})",
+            owner=owner,
+        )
+    if getattr(mask, "ndim", 0) != 2 or mask.shape[0] != 1:
+        raise OliveError(
+            f"each sample runs alone at its real length, so batches must hold one sample; got '{mask_input}' of "
+            f"shape {list(getattr(mask, 'shape', []))}. Set the data config's dataloader_config.batch_size to 1",
+            owner=owner,
+        )

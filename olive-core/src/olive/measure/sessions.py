@@ -1,0 +1,264 @@
+"""onnxruntime sessions from a model's ``inference_settings``: the one place Olive creates them.
+
+``inference_settings`` (on an ``ONNXModelHandler``, in a metric's ``user_config``, or written by
+``OrtSessionParamsTuning``) is a dict with
+
+- ``execution_provider`` (or ``execution_providers``): a provider name or a list of them in priority order;
+  an entry may also be ``[name, {option: value}]``.
+- ``provider_options``: one dict of options per provider, in the same order.
+- ``session_options``: any ``onnxruntime.SessionOptions`` attribute (``intra_op_num_threads``,
+  ``inter_op_num_threads``, ``log_severity_level``, ...), ``execution_mode`` and ``graph_optimization_level``
+  as onnxruntime's enum names (``"ORT_PARALLEL"``, ``"ORT_ENABLE_ALL"``) or their numbers, and
+  ``extra_session_config`` (``add_session_config_entry`` pairs). ``null`` leaves onnxruntime's default.
+- ``tuning_op_result``: kernel tuning results (ROCm), given to the session with ``set_tuning_results``.
+
+Microsoft Olive's session tuning also records ``io_bind`` and ``tuning_result_file`` there; they are accepted
+and change nothing about the session (IO binding is the latency metric's ``io_bind`` option).
+
+A setting that is unknown or of the wrong kind is a :class:`~olive.exceptions.ModelLoadError` naming it and
+saying what it takes; a run that onnxruntime refuses is a :class:`ModelRunError`. Providers the installed
+onnxruntime lacks are dropped with a warning while one named provider remains; none left is an error.
+:func:`session_setup` turns settings into what ``InferenceSession`` takes, so a new way of choosing
+providers (plugin execution-provider libraries, say) is a change to that function alone.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from olive.exceptions import ModelLoadError, OliveError, closest_match_hint
+
+if TYPE_CHECKING:
+    import onnxruntime
+
+logger = logging.getLogger(__name__)
+
+SETTING_KEYS = ("execution_provider", "execution_providers", "provider_options", "session_options", "tuning_op_result")
+# Recorded in a model's settings by Microsoft Olive's session tuning; nothing about a session depends on them.
+RECORDED_KEYS = ("io_bind", "tuning_result_file")
+DEFAULT_PROVIDERS = ("CPUExecutionProvider",)
+# Session options that take one of onnxruntime's enums; JSON gives their names or numbers.
+_ENUM_OPTIONS = {
+    "execution_mode": "ExecutionMode",
+    "execution_order": "ExecutionOrder",
+    "graph_optimization_level": "GraphOptimizationLevel",
+}
+_KINDS = {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}
+# What a session's metadata reports of its options (the ones tuning and the metrics set).
+_DESCRIBED_OPTIONS = ("intra_op_num_threads", "inter_op_num_threads", "execution_mode", "graph_optimization_level")
+
+
+class ModelRunError(OliveError):
+    """onnxruntime refused to run a model on a batch (inputs of the wrong shape or values, a kernel failure)."""
+
+
+class SessionSetup(NamedTuple):
+    """What ``onnxruntime.InferenceSession`` is created with."""
+
+    options: onnxruntime.SessionOptions
+    providers: list[str]
+    provider_options: list[dict[str, Any]] | None
+
+
+def session_setup(
+    inference_settings: Mapping[str, Any] | None = None,
+    execution_providers: Sequence[Any] | str | None = None,
+    where: str = "inference_settings",
+) -> SessionSetup:
+    """Session options and providers from ``inference_settings``.
+
+    :param execution_providers: used instead of the settings' providers when given.
+    :param where: how errors name the settings (a JSON path, a metric).
+    """
+    settings = dict(inference_settings or {})
+    unknown = [key for key in settings if key not in SETTING_KEYS + RECORDED_KEYS]
+    if unknown:
+        raise ModelLoadError(
+            f"unknown key '{unknown[0]}'{closest_match_hint(unknown[0], SETTING_KEYS)}; inference_settings take "
+            f"{', '.join(SETTING_KEYS)}",
+            owner=where,
+        )
+    if "execution_provider" in settings and "execution_providers" in settings:
+        raise ModelLoadError("give execution_provider or execution_providers, not both", owner=where)
+    options = _session_options(settings.get("session_options"), f"{where}.session_options")
+    requested = execution_providers or settings.get("execution_provider") or settings.get("execution_providers")
+    providers, provider_options = _providers(
+        requested or list(DEFAULT_PROVIDERS), settings.get("provider_options"), where
+    )
+    return SessionSetup(options, providers, provider_options)
+
+
+def create_session(
+    model: str | Path | bytes,
+    inference_settings: Mapping[str, Any] | None = None,
+    execution_providers: Sequence[Any] | str | None = None,
+    what: str | None = None,
+    where: str = "inference_settings",
+) -> onnxruntime.InferenceSession:
+    """A real onnxruntime session for an ``.onnx`` file (or a serialized model) with ``inference_settings``.
+
+    :param execution_providers: used instead of the settings' providers when given.
+    :param what: how a load failure names the model (default: its path).
+    :param where: how errors in the settings name them.
+    :raises ModelLoadError: a bad setting (named), or onnxruntime refusing the model.
+    """
+    import onnxruntime as ort
+
+    setup = session_setup(inference_settings, execution_providers, where)
+    source = model if isinstance(model, bytes) else str(model)
+    try:
+        session = ort.InferenceSession(
+            source, sess_options=setup.options, providers=setup.providers, provider_options=setup.provider_options
+        )
+    except Exception as exc:
+        label = what or (f"a serialized model ({len(model)} bytes)" if isinstance(model, bytes) else f"'{model}'")
+        raise ModelLoadError(f"onnxruntime cannot load {label} ({type(exc).__name__}: {exc})") from exc
+    tuning_results = (inference_settings or {}).get("tuning_op_result")
+    if tuning_results:
+        try:
+            session.set_tuning_results(tuning_results)
+        except Exception as exc:
+            raise ModelLoadError(
+                f"onnxruntime refuses the tuning results ({type(exc).__name__}: {exc})",
+                owner=f"{where}.tuning_op_result",
+            ) from exc
+    return session
+
+
+def describe_session(session: onnxruntime.InferenceSession) -> dict[str, Any]:
+    """The providers a session runs on and its main options, as plain JSON values (for metadata)."""
+    options = session.get_session_options()
+    return {
+        "providers": session.get_providers(),
+        "session_options": {name: _plain(getattr(options, name)) for name in _DESCRIBED_OPTIONS},
+    }
+
+
+def _session_options(values: Any, where: str) -> onnxruntime.SessionOptions:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    if values is None:
+        return options
+    if not isinstance(values, Mapping):
+        raise ModelLoadError(f"expected a dict of onnxruntime session options, got {values!r}", owner=where)
+    settable = sorted(
+        name for name in dir(ort.SessionOptions) if isinstance(getattr(ort.SessionOptions, name, None), property)
+    )
+    for key, value in values.items():
+        if value is None:
+            continue
+        if key == "extra_session_config":
+            _add_config_entries(options, value, f"{where}.extra_session_config")
+        elif key in _ENUM_OPTIONS:
+            setattr(options, key, _enum_value(getattr(ort, _ENUM_OPTIONS[key]), value, f"{where}.{key}"))
+        elif key in settable:
+            try:
+                setattr(options, key, value)
+            except (TypeError, ValueError):
+                kind = _KINDS.get(type(getattr(options, key)), type(getattr(options, key)).__name__)
+                raise ModelLoadError(
+                    f"{value!r} is not a valid value; it takes {kind}", owner=f"{where}.{key}"
+                ) from None
+        else:
+            names = [*settable, *_ENUM_OPTIONS, "extra_session_config"]
+            raise ModelLoadError(
+                f"unknown onnxruntime session option '{key}'{closest_match_hint(str(key), names)}; session_options "
+                "take onnxruntime.SessionOptions attributes (intra_op_num_threads, inter_op_num_threads, ...), "
+                "execution_mode, graph_optimization_level and extra_session_config",
+                owner=where,
+            )
+    return options
+
+
+def _add_config_entries(options: onnxruntime.SessionOptions, entries: Any, where: str) -> None:
+    if not isinstance(entries, Mapping):
+        raise ModelLoadError(f"expected a dict of session config entries, got {entries!r}", owner=where)
+    for key, value in entries.items():
+        try:
+            options.add_session_config_entry(str(key), str(value))
+        except Exception as exc:
+            raise ModelLoadError(
+                f"onnxruntime refuses entry '{key}' = {value!r} ({type(exc).__name__}: {exc})", owner=where
+            ) from exc
+
+
+def _enum_value(enum_type: Any, value: Any, where: str) -> Any:
+    # Settings come from JSON as ints or names ("ORT_ENABLE_ALL"); onnxruntime wants its own enum.
+    if isinstance(value, enum_type):
+        return value
+    names = list(enum_type.__members__)
+    if isinstance(value, str):
+        if value in enum_type.__members__:
+            return enum_type.__members__[value]
+        raise ModelLoadError(
+            f"unknown {enum_type.__name__} '{value}'{closest_match_hint(value, names)}; use one of {', '.join(names)}",
+            owner=where,
+        )
+    if isinstance(value, int) and not isinstance(value, bool):
+        for member in enum_type.__members__.values():
+            if int(member) == value:
+                return member
+    numbers = ", ".join(f"{name} ({int(member)})" for name, member in enum_type.__members__.items())
+    raise ModelLoadError(f"unknown {enum_type.__name__} value {value!r}; use one of {numbers}", owner=where)
+
+
+def _providers(requested: Any, provider_options: Any, where: str) -> tuple[list[str], list[dict[str, Any]] | None]:
+    import onnxruntime as ort
+
+    entries = [requested] if isinstance(requested, str) else list(requested)
+    names: list[str] = []
+    inline: list[dict[str, Any] | None] = []
+    for entry in entries:
+        if isinstance(entry, str):
+            names.append(entry)
+            inline.append(None)
+        elif isinstance(entry, Sequence) and len(entry) == 2 and isinstance(entry[0], str) and _is_dict(entry[1]):
+            names.append(entry[0])
+            inline.append(dict(entry[1]))
+        else:
+            raise ModelLoadError(
+                f"execution provider {entry!r} is neither a provider name nor [name, {{options}}]", owner=where
+            )
+    if provider_options is not None:
+        if any(options is not None for options in inline):
+            raise ModelLoadError(
+                "give provider options inline ([name, {options}]) or in provider_options, not both", owner=where
+            )
+        if not isinstance(provider_options, Sequence) or isinstance(provider_options, str | bytes):
+            provider_options = [provider_options]
+        if len(provider_options) != len(names) or not all(_is_dict(o) for o in provider_options):
+            raise ModelLoadError(
+                f"provider_options needs one dict per execution provider ({len(names)}: {', '.join(names)}), got "
+                f"{provider_options!r}",
+                owner=where,
+            )
+        inline = [dict(options) for options in provider_options]
+    available = ort.get_available_providers()
+    kept = [index for index, name in enumerate(names) if name in available]
+    lacking = [name for name in names if name not in available]
+    if not kept:
+        raise ModelLoadError(
+            f"none of the execution providers {', '.join(names)} is available in the installed onnxruntime (it "
+            f"offers {', '.join(available)}); install the onnxruntime package that provides them or name another",
+            owner=where,
+        )
+    if lacking:
+        logger.warning(
+            "%s: skipping execution provider(s) %s, which the installed onnxruntime lacks", where, ", ".join(lacking)
+        )
+    options_kept = [inline[index] or {} for index in kept]
+    return [names[index] for index in kept], options_kept if any(options_kept) else None
+
+
+def _is_dict(value: Any) -> bool:
+    return isinstance(value, Mapping)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, bool | int | float | str) or value is None:
+        return value
+    return getattr(value, "name", str(value))
