@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -256,4 +255,4 @@ def test_run_pass_never_overwrites_a_file_it_did_not_write(tmp_path: Path) -> No
         assert ok.exit_code == 0, ok.output
         assert count_matmuls(fresh / "model.onnx") == 2 + int(n)
     assert not [p for p in fresh.iterdir() if p.name.startswith(".olive-run-pass")]
-    assert os.path.exists(fresh / ".olive-output.json")
+    assert (fresh / ".olive-output.json").exists()
