@@ -1,7 +1,9 @@
 """Checks for the configs users write (workflow, metric and data configs), and the one form of their errors.
 
 Every error is a :class:`~olive.exceptions.WorkflowConfigError` owned by the JSON path of the offending value,
-so its message starts with that path, then says what was expected, what was given, and the fix::
+so its message starts with that path, then says what was expected, what was given, and the fix (a pass's
+``_check_config`` uses :func:`param_in_range`, whose :class:`~olive.exceptions.PassParamError` the Pass
+contract gives the pass's key)::
 
     search_strategy.max_samples: expected a whole number of 0 or more, got a string ("many")
     serach_strategy: unknown key (did you mean 'search_strategy'?); valid keys here: workflow_id, ...
@@ -24,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from olive.exceptions import WorkflowConfigError, closest_match_hint
+from olive.exceptions import PassParamError, WorkflowConfigError, closest_match_hint
 from olive.paths import resolve_user_path
 
 _TYPE_NAMES: dict[type, str] = {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}
@@ -135,6 +137,26 @@ def number(
     if not _in_bounds(value, minimum, maximum, above):
         raise config_error(path, f"expected {what}, got {value}")
     return float(value)
+
+
+def param_in_range(
+    config: Mapping[str, Any],
+    name: str,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    above: float | None = None,
+    note: str | None = None,
+) -> None:
+    """For a pass's ``_check_config``: the number ``config[name]`` lies within the bounds (None passes, and so
+    does a value that does not apply); ``note`` says what a bound means, e.g. ``"0 infers it from the graph"``."""
+    value = config[name]
+    if value is None or isinstance(value, str | bool):
+        return
+    if not _in_bounds(value, minimum, maximum, above):
+        kind = "a whole number" if isinstance(value, numbers.Integral) else "a number"
+        what = kind + _bounds(minimum, maximum, above) + (f" ({note})" if note else "")
+        raise PassParamError(f"param '{name}' expects {what}, got {value}", params=name)
 
 
 def user_path(
