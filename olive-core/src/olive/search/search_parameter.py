@@ -320,7 +320,8 @@ def order_by_parents(dependencies: Mapping[str, Sequence[str]], owner: str = "se
         if state.get(name) == 1:
             cycle = [*path[path.index(name) :], name]
             raise SearchSpaceError(
-                f"params depend on each other in a cycle: {' -> '.join(cycle)}; remove one of these parents", owner=owner
+                f"params depend on each other in a cycle: {' -> '.join(cycle)}; remove one of these parents",
+                owner=owner,
             )
         state[name] = 1
         for parent in dependencies[name]:
