@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from olive.exceptions import PassConfigError, PassParamError, SearchSpaceError, closest_match_hint
+from olive.model.handler import OliveModelHandler
 from olive.passes.pass_config import (
     BasePassConfig,
     ParamCategory,
@@ -29,7 +30,6 @@ from olive.search.search_parameter import (
 
 if TYPE_CHECKING:
     from olive.hardware.accelerator import AcceleratorSpec
-    from olive.model.handler import OliveModelHandler
 
 logger = logging.getLogger(__name__)
 
@@ -443,8 +443,6 @@ class Pass(ABC):
     # ----------------------------------------------------------------------------------------------
     def run(self, model: OliveModelHandler, output_model_path: str | Path) -> OliveModelHandler:
         """Run the pass on ``model``; returns the handler of the model it wrote."""
-        from olive.model.handler import OliveModelHandler
-
         if not self._initialized:
             self._initialize()
             self._initialized = True
