@@ -46,8 +46,8 @@ def assert_pass_contract(
     - ``_default_config`` returns :class:`PassConfigParam` values whose defaults fit their types and whose
       ``search_defaults`` are valid search parameters of values of that type;
     - every point of the pass's search space (the first ``max_points``), on top of ``config``, is either
-      rejected (``_check_config`` raising ``PassParamError``, or ``validate_config``) or runs on ``model`` (default: a tiny MLP) to an
-      ``OliveModelHandler`` whose file loads in onnxruntime;
+      rejected (``_check_config`` raising ``PassParamError``, or ``validate_config``) or runs on ``model``
+      (default: a tiny MLP) to an ``OliveModelHandler`` whose file loads in onnxruntime;
     - the class's registered name matches ``entry_point_name`` when one is given (or when the class came
       through the registry).
     """
