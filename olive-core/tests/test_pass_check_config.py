@@ -19,7 +19,7 @@ from olive.exceptions import PassConfigError, PassParamError
 from olive.hardware import DEFAULT_CPU_ACCELERATOR as CPU
 from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
-from olive.search.search_parameter import Categorical
+from olive.search.search_parameter import Categorical, ConditionalDefault
 from olive.testing.models import mlp_model, save_model
 
 
@@ -98,6 +98,36 @@ def test_upgrade_config_rewrites_old_params_and_its_errors_are_owned():
     assert Blocks.generate_config(CPU, {"blocksize": 64}, disable_search=True).block == 64
     with pytest.raises(PassParamError, match=r"^pass 'b' \(Blocks\): params 'blocksize' \(the old name\)"):
         Blocks.generate_config(CPU, {"blocksize": 64, "block": 32}, disable_search=True, pass_key="b")
+
+
+class Levels(Pass):
+    """``level`` follows the searched ``mode`` by default; the check reads both."""
+
+    @classmethod
+    def _default_config(cls, accelerator_spec: Any) -> dict[str, PassConfigParam]:
+        return {
+            "mode": PassConfigParam(type_=str, default_value="fast", search_defaults=Categorical(["fast", "exact"])),
+            "level": PassConfigParam(
+                type_=int, default_value=ConditionalDefault(parents=("mode",), support={("fast",): 1, ("exact",): 3})
+            ),
+        }
+
+    @classmethod
+    def _check_config(cls, config: Any, accelerator_spec: Any) -> None:
+        if config.level > 2 and config.mode == "fast":
+            raise PassParamError(f"param 'level' is {config.level}, too high for mode 'fast'", params="level")
+
+    def _run_for_config(self, model: Any, config: Any, output_model_path: str) -> Any:
+        return model
+
+
+def test_the_resolve_time_check_sees_searched_params_and_what_follows_them_at_their_defaults():
+    # level follows mode, so both are searched; the resolve-time check sees mode at its default and level with it.
+    config_class, fixed, search = Levels.get_config_params(CPU, {})
+    assert set(search) == {"mode", "level"}
+    assert Levels.config_for_point(CPU, (config_class, fixed, search), {"mode": "exact"}).level == 3
+    with pytest.raises(PassParamError, match=r"^pass Levels: param 'level' is 3, too high for mode 'fast'$"):
+        Levels.get_config_params(CPU, {"level": 3, "mode": "fast"})
 
 
 def _workflow(tmp_path, params: dict, search: bool) -> dict:

@@ -324,14 +324,15 @@ class Pass(ABC):
         config_class = make_config_class(cls.pass_name(), tuple(declared))
         # A conflict among fixed values fails here, loudly; one that involves a searched param is left to the
         # search points (config_for_point), where it prunes only the points that have it.
-        at_defaults = {}
-        for name, param in declared.items():
-            default = param.default_value
-            if isinstance(default, ConditionalDefault):
-                default = default.get_support_with_args([fixed.get(parent) for parent in default.parents])
-            at_defaults[name] = default
+        at_defaults = dict(fixed)
+        for name in order_by_parents({n: p.parents() for n, p in declared.items()}, owner=owner):
+            if name not in at_defaults:
+                default = declared[name].default_value
+                if isinstance(default, ConditionalDefault):
+                    default = default.get_support_with_args([at_defaults.get(p) for p in default.parents])
+                at_defaults[name] = default
         try:
-            cls._check_config(config_class(**{**at_defaults, **fixed}), accelerator_spec)
+            cls._check_config(config_class(**at_defaults), accelerator_spec)
         except PassParamError as exc:
             if not set(exc.params) & set(search):
                 raise _owned(exc, owner) from exc
