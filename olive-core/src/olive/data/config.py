@@ -163,11 +163,17 @@ class DataConfig:
             )
         components = {}
         for field in COMPONENT_FIELDS:
-            comp = DataComponentConfig.from_json(data.get(field), f"{json_path}.{field}")
+            where = f"{json_path}.{field}"
+            comp = DataComponentConfig.from_json(data.get(field), where)
             params = dict(comp.params)
+            # The built-in .npz loader reads the file it names; a user's loader may treat a path as it likes.
+            npz_file = kind == "NpzDataContainer" and field == "load_dataset_config" and not comp.type
+            if npz_file:
+                _check_npz_params(params, where)
             for key in _PATH_PARAMS:
                 if isinstance(params.get(key), str | Path):
-                    params[key] = str(resolve_user_path(params[key], base_dir))
+                    resolved = user_path(params[key], f"{where}.{key}", base_dir, must_exist=npz_file, kind="file")
+                    params[key] = str(resolved)
             components[field] = DataComponentConfig(comp.type, params)
         config = cls(
             name=name, type=kind, user_script=user_script, script_dir=script_dir, **components, json_path=json_path
@@ -193,15 +199,6 @@ class DataConfig:
         loader = self.dataloader_config
         if (loader.type or COMMON_DEFAULTS["dataloader"]) == "default_dataloader" and "batch_size" in loader.params:
             whole_number(loader.params["batch_size"], f"{json_path}.dataloader_config.batch_size", minimum=1)
-        if self.type == "NpzDataContainer" and not load.type:
-            where = f"{json_path}.load_dataset_config"
-            check_keys(load.params, _NPZ_LOAD_KEYS, where, "key for NpzDataContainer")
-            path = load.params.get("data_path") or load.params.get("data_dir")
-            if not path:
-                raise config_error(f"{where}.data_path", "an NpzDataContainer needs the .npz file's path")
-            user_path(path, f"{where}.data_path", None, must_exist=True, kind="file")
-            if "max_samples" in load.params and load.params["max_samples"] is not None:
-                whole_number(load.params["max_samples"], f"{where}.max_samples", minimum=0)
 
     def check_user_script(self) -> None:
         """Import the user script and check every component it names exists (a clear error if not)."""
@@ -350,6 +347,14 @@ class DataLoader:
             raise OliveError(
                 f"reading a batch failed ({type(exc).__name__}: {exc}); check the dataloader", owner=self.config.where
             ) from exc
+
+
+def _check_npz_params(params: Mapping[str, Any], where: str) -> None:
+    check_keys(params, _NPZ_LOAD_KEYS, where, "key for NpzDataContainer")
+    if not (params.get("data_path") or params.get("data_dir")):
+        raise config_error(f"{where}.data_path", "an NpzDataContainer needs the .npz file's path")
+    if params.get("max_samples") is not None:
+        whole_number(params["max_samples"], f"{where}.max_samples", minimum=0)
 
 
 def as_data_config(data: Any, where: str = "data_config") -> DataConfig:
