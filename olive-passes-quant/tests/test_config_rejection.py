@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 import olive.workflows
 from olive.cli.main import cli
+from olive.exceptions import PassConfigError
+from olive.hardware import DEFAULT_CPU_ACCELERATOR
+from olive_passes_quant.float16 import OnnxFloatToFloat16
 
 
 def _workflow(bert, root, passes: dict, search: bool) -> dict:
@@ -66,3 +70,11 @@ def test_static_points_of_a_mode_search_without_data_are_pruned_saying_so(tmp_pa
     assert nodes["dynamic"].status == "ok"
     assert nodes["static"].status == "pruned"
     assert "param 'data_config' is not set, and static quantization needs calibration data" in nodes["static"].error
+
+
+def test_float16_clipping_bounds_must_be_positive():
+    with pytest.raises(PassConfigError, match=r"param 'max_finite_val' expects a number above 0, got -1.0"):
+        OnnxFloatToFloat16.generate_config(DEFAULT_CPU_ACCELERATOR, {"max_finite_val": -1}, disable_search=True)
+    assert (
+        OnnxFloatToFloat16.generate_config(DEFAULT_CPU_ACCELERATOR, {}, disable_search=True).max_finite_val == 65504.0
+    )

@@ -225,7 +225,7 @@ class OnnxQuantization(Pass):
                         extra_options=extra_options,
                     )
             except (ValueError, RuntimeError, AttributeError) as exc:
-                raise PassRunError(f"{owner}: onnxruntime could not quantize '{model.model_path}': {exc}") from exc
+                raise PassRunError(f"onnxruntime could not quantize '{model.model_path}': {exc}", owner=owner) from exc
             quantized = onnx.load(str(tmp_output))
         return model_proto_to_olive_model(quantized, output_model_path, config)
 
