@@ -269,7 +269,9 @@ def test_invalid_config_in_a_real_subprocess_exits_2(tmp_path: Path) -> None:
         timeout=120,
     )
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.strip() == 'Error: search_strategy.max_samples: expected a whole number, got a string ("many")'
+    assert proc.stderr.strip() == (
+        'Error: search_strategy.max_samples: expected a whole number of 0 or more, got a string ("many")'
+    )
 
 
 def test_nothing_meeting_the_goals_exits_1_and_says_why(tmp_path: Path) -> None:

@@ -107,7 +107,8 @@ def test_npz_with_mismatched_sample_counts_is_a_clear_error(tmp_path):
         ),
         (
             {"name": "x", "type": "DummyDataContainer", "dataloader_config": {"params": {"batch_size": "8"}}},
-            r"^data_configs\[0\].dataloader_config.batch_size: expected a whole number of 1 or more, got '8'$",
+            r"^data_configs\[0\].dataloader_config.batch_size: "
+            r'expected a whole number of 1 or more, got a string \("8"\)$',
         ),
     ],
 )

@@ -10,7 +10,7 @@ import pytest
 from test_engine_support import AddMatMuls, base_workflow, count_matmuls, make_registry
 
 import olive
-from olive.exceptions import PassConfigError, PassRunError
+from olive.exceptions import PassConfigError, PassParamError, PassRunError
 from olive.plugins.manager import new_plugin_manager, use_plugin_manager
 from olive.plugins.markers import hookimpl
 from olive.plugins.registry import use_registry
@@ -125,9 +125,11 @@ class _NoTwoMarkers(AddMatMuls):
     """AddMatMuls that rejects, as a whole config, n=2 together with the marker "clash"."""
 
     @classmethod
-    def _check_config(cls, config: Any, owner: str) -> None:
+    def _check_config(cls, config: Any, accelerator_spec: Any) -> None:
         if config.n == 2 and config.marker == "clash":
-            raise PassConfigError(f"{owner}: n=2 and marker 'clash' do not go together")
+            raise PassParamError(
+                "params 'n' and 'marker': n=2 and marker 'clash' do not go together", params=("n", "marker")
+            )
 
 
 def test_check_config_fails_fixed_values_and_prunes_search_points(tmp_path: Path, _registry) -> None:
@@ -144,7 +146,7 @@ def test_check_config_fails_fixed_values_and_prunes_search_points(tmp_path: Path
     output = olive.run(searched)
     statuses = [(n.config["marker"], n.status) for n in output.footprint[1:]]
     assert statuses == [("ok", "ok"), ("clash", "pruned")]
-    assert "do not go together" in output.footprint[2].error
+    assert "params 'n' and 'marker': n=2 and marker 'clash' do not go together" in output.footprint[2].error
 
 
 def test_a_failing_point_is_recorded_and_the_search_goes_on(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from conftest import files_under, op_counts, run_outputs
 
-from olive.exceptions import ModelLoadError, PassConfigError
+from olive.exceptions import ModelLoadError, PassConfigError, PassParamError
 from olive.hardware import DEFAULT_CPU_ACCELERATOR
 from olive.testing import bert_like_model, random_inputs, save_model
 from olive_passes_graph.transformer_optimization import OrtTransformersOptimization, infer_num_heads_and_hidden_size
@@ -60,10 +60,21 @@ def test_only_onnxruntime_applies_no_python_fusion(tiny_bert, run_pass):
 
 
 def test_only_onnxruntime_with_level_0_is_pruned():
-    config = OrtTransformersOptimization.generate_config(
-        DEFAULT_CPU_ACCELERATOR, {"model_type": "bert", "opt_level": 0, "only_onnxruntime": True}
-    )
-    assert OrtTransformersOptimization.validate_config(config, DEFAULT_CPU_ACCELERATOR) is False
+    cpu = DEFAULT_CPU_ACCELERATOR
+    resolved = OrtTransformersOptimization.get_config_params(cpu, {"model_type": "bert", "only_onnxruntime": True})
+    # opt_level is searched: its level-0 point is pruned, saying why; the other levels stay.
+    with pytest.raises(
+        PassParamError, match="only_onnxruntime with opt_level 0 would return the model unchanged"
+    ) as info:
+        OrtTransformersOptimization.config_for_point(cpu, resolved, {"opt_level": 0})
+    assert set(info.value.params) == {"only_onnxruntime", "opt_level"}
+    config = OrtTransformersOptimization.config_for_point(cpu, resolved, {"opt_level": 1})
+    assert OrtTransformersOptimization.validate_config(config, cpu)
+    # Both fixed by the workflow, the same conflict is a config error before any run.
+    with pytest.raises(PassConfigError, match="only_onnxruntime with opt_level 0"):
+        OrtTransformersOptimization.generate_config(
+            cpu, {"model_type": "bert", "opt_level": 0, "only_onnxruntime": True}
+        )
 
 
 def test_float16_keeps_float32_io(tiny_bert, run_pass):

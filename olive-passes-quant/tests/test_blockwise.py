@@ -8,6 +8,7 @@ import onnx
 import pytest
 from helpers import op_types, run_model, weight_bytes
 
+from olive.exceptions import PassConfigError, PassParamError
 from olive.hardware import DEFAULT_CPU_ACCELERATOR
 from olive.testing.models import output_cosine
 from olive_passes_quant.blockwise import OnnxBlockWiseRtnQuantization
@@ -59,12 +60,18 @@ def test_nodes_to_include_and_exclude(run_pass, bert):
 
 @pytest.mark.parametrize("block_size", [8, 24, 0])
 def test_block_sizes_matmulnbits_cannot_take_are_rejected(block_size):
-    config = OnnxBlockWiseRtnQuantization.generate_config(
-        DEFAULT_CPU_ACCELERATOR, {"block_size": block_size}, disable_search=True
-    )
-    assert OnnxBlockWiseRtnQuantization.validate_config(config, DEFAULT_CPU_ACCELERATOR) is False
-    reason = OnnxBlockWiseRtnQuantization.explain_invalid(config, DEFAULT_CPU_ACCELERATOR)
-    assert "power of two" in reason
+    cpu = DEFAULT_CPU_ACCELERATOR
+    # Given by the workflow: a config error naming the param and the fix, before any run.
+    with pytest.raises(PassConfigError, match=rf"param 'block_size' is {block_size}, .*power of two"):
+        OnnxBlockWiseRtnQuantization.generate_config(cpu, {"block_size": block_size}, disable_search=True)
+    # Searched: that point is pruned, saying why; the other points stay.
+    support = {"olive_parameter_type": "SearchParameter", "type": "Categorical", "support": [block_size, 32]}
+    resolved = OnnxBlockWiseRtnQuantization.get_config_params(cpu, {"block_size": support})
+    with pytest.raises(PassParamError, match="power of two") as info:
+        OnnxBlockWiseRtnQuantization.config_for_point(cpu, resolved, {"block_size": block_size})
+    assert info.value.params == ("block_size",)
+    config = OnnxBlockWiseRtnQuantization.config_for_point(cpu, resolved, {"block_size": 32})
+    assert OnnxBlockWiseRtnQuantization.validate_config(config, cpu)
 
 
 def test_block_size_larger_than_k_warns(run_pass, bert, caplog):

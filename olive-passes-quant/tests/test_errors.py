@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from olive.exceptions import OliveError, PassConfigError
+from olive.exceptions import OliveError, PassConfigError, PassParamError
 from olive.hardware import DEFAULT_CPU_ACCELERATOR as CPU
 from olive_passes_quant.dynamic import OnnxDynamicQuantization
 from olive_passes_quant.quantization import OnnxQuantization
@@ -28,9 +28,14 @@ def test_static_without_calibration_data():
 
 
 def test_static_search_without_data_prunes_static_points():
-    config = OnnxQuantization.generate_config(CPU, {}, point={"quant_mode": "static"})
-    assert OnnxQuantization.validate_config(config, CPU) is False
-    assert "calibration data" in OnnxQuantization.explain_invalid(config, CPU)
+    # quant_mode is searched, so missing data is no error for the search as a whole...
+    resolved = OnnxQuantization.get_config_params(CPU, {})
+    # ...but each static point is pruned, saying why; the dynamic points run.
+    with pytest.raises(PassParamError, match="needs calibration data") as info:
+        OnnxQuantization.config_for_point(CPU, resolved, {"quant_mode": "static"})
+    assert set(info.value.params) == {"data_config", "quant_mode"}
+    config = OnnxQuantization.config_for_point(CPU, resolved, {"quant_mode": "dynamic"})
+    assert OnnxQuantization.validate_config(config, CPU)
 
 
 def test_calibration_names_do_not_match(tmp_path, bert):
@@ -85,13 +90,14 @@ def test_unknown_op_type():
 
 def test_uint8_weights_with_int8_activations_is_rejected(tmp_path, bert, calib_npz):
     user = {"data_config": str(calib_npz), "precision": "uint8", "activation_type": "int8"}
-    config = OnnxStaticQuantization.generate_config(CPU, user, disable_search=True)
-    assert OnnxStaticQuantization.validate_config(config, CPU) is False
-    assert "uint8 weights" in OnnxStaticQuantization.explain_invalid(config, CPU)
     out = tmp_path / "out"
-    with pytest.raises(PassConfigError, match="int8 activations"):
+    with pytest.raises(PassConfigError, match=r"cannot pair uint8 weights \(precision\) with int8 activations") as info:
         _run(OnnxStaticQuantization, bert, user, out)
+    assert set(info.value.params) == {"precision", "activation_type"}
     assert not out.exists()
+    # A config made some other way is still refused by validate_config, which answers from the same check.
+    config_class, fixed, _ = OnnxStaticQuantization.get_config_params(CPU, {"data_config": str(calib_npz)}, True)
+    assert OnnxStaticQuantization.validate_config(config_class(**{**fixed, **user}), CPU) is False
 
 
 def test_wrong_types_name_the_param():
@@ -104,8 +110,8 @@ def test_wrong_types_name_the_param():
 
 def test_calibration_sampling_size_must_be_positive(calib_npz):
     user = {"data_config": str(calib_npz), "calibration_sampling_size": 0}
-    config = OnnxStaticQuantization.generate_config(CPU, user, disable_search=True)
-    assert "at least 1" in OnnxStaticQuantization.explain_invalid(config, CPU)
+    with pytest.raises(PassConfigError, match=r"param 'calibration_sampling_size' expects a whole number of 1 or more"):
+        OnnxStaticQuantization.generate_config(CPU, user, disable_search=True)
 
 
 def test_errors_are_olive_errors():

@@ -161,10 +161,10 @@ def test_pooling_a_two_dimensional_output_is_a_clear_error(tiny_mlp, tmp_path):
     ("config", "message"),
     [
         ({"metric": "cosine"}, r"metric 'cosine' is unknown \(did you mean 'cosine_min'\?\)"),
-        ({"sensitivity_method": "exclude"}, r"sensitivity_method 'exclude' is unknown"),
+        ({"sensitivity_method": "exclude"}, r"param 'sensitivity_method' expects .*got 'exclude' \(did you mean"),
         ({"pooling": "max"}, r"pooling 'max' is unknown"),
         ({"mask_input": "attention_mask"}, r"mask_input 'attention_mask' only applies with pooling 'mean'"),
-        ({"max_samples": 0}, r"max_samples must be at least 1"),
+        ({"max_samples": 0}, r"param 'max_samples' expects a whole number of 1 or more, got 0"),
         ({"data_config": "calib"}, r"data config name is only resolved inside a workflow"),
     ],
 )

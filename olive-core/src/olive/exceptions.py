@@ -28,6 +28,20 @@ class PassConfigError(OliveError, ValueError):
     """A pass's configuration is invalid (unknown key, wrong type, missing required param, ...)."""
 
 
+class PassParamError(PassConfigError):
+    """Values of a pass's params that no run can use: a value its kernel does not take, two params that do not
+    go together. Raised by a pass's ``_check_config`` (see :class:`~olive.passes.Pass`).
+
+    ``PassParamError(reason, params=("precision", "activation_type"))``: ``reason`` names the param(s), says why
+    and how to fix it; ``params`` lists them, so the engine can tell a conflict among values the workflow fixed
+    (a config error) from one that involves a searched param (that search point is pruned, with the reason).
+    """
+
+    def __init__(self, reason: object = "", *args: object, params: str | Iterable[str] = (), owner: str | None = None):
+        self.params = (params,) if isinstance(params, str) else tuple(params)
+        super().__init__(reason, *args, owner=owner)
+
+
 class SearchSpaceError(PassConfigError):
     """A search space cannot be built (a parent cycle, a parent that does not exist, ...)."""
 

@@ -1,10 +1,12 @@
-"""Paths that users give and that the tool reads back from disk: where they may point.
+"""Paths that users give and that the tool reads back from disk: where they point and where they may point.
 
-The tool writes and deletes only inside folders it was pointed at (``cache_dir``, ``output_dir``) and, in
-them, only what it can prove it made. Two rules live here so every writer applies them the same way:
+The rules live here so that every reader and writer applies them the same way:
 
-- a folder the system or the user's account depends on (``/``, ``/usr``, the home folder...) is never
-  used as a cache or output folder, whatever the workflow says;
+- a path a user writes (in a workflow, a data or metric config, a pass param of category ``PATH`` or
+  ``DATA``) resolves by :func:`resolve_user_path`;
+- the tool writes and deletes only inside folders it was pointed at (``cache_dir``, ``output_dir``) and, in
+  them, only what it can prove it made: a folder the system or the user's account depends on (``/``,
+  ``/usr``, the home folder...) is never used as a cache or output folder, whatever the workflow says;
 - a name that should stay inside a folder (a file a pass writes, a path read from cache metadata) is
   checked to resolve inside it before anything is opened, written or deleted.
 """
@@ -48,9 +50,24 @@ _SYSTEM_TOP_LEVEL = frozenset(
 )
 
 
-def _absolute(path: str | Path) -> Path:
-    # Absolute and without '..', but symlinks kept: a link named like a system folder is judged by its name.
-    return Path(os.path.normpath(Path(path).expanduser().absolute()))
+def resolve_user_path(value: str | os.PathLike[str], base_dir: str | os.PathLike[str] | None = None) -> Path:
+    """Where a path a user wrote points; the one rule for every path in a workflow.
+
+    - ``~`` is expanded;
+    - a relative path starts at ``base_dir``: the workflow file's folder (the current folder for a workflow
+      given as a dict, and in direct use of a pass, where ``base_dir`` is None);
+    - the result is absolute with ``.`` and ``..`` collapsed, and symlinks kept: a model file reached
+      through a link still finds its external data beside the link, and a link named like a system folder
+      is judged by its name.
+
+    Data paths (params of category ``DATA``, ``data_path``/``data_dir`` of a data config) follow the same
+    rule: a workflow has no separate data root. Whether the path must exist is the caller's to say
+    (:func:`olive.config_errors.user_path` reports a missing one with its JSON path).
+    """
+    path = Path(value).expanduser()
+    if not path.is_absolute():
+        path = Path(base_dir if base_dir is not None else Path.cwd()).expanduser() / path
+    return Path(os.path.normpath(path.absolute()))
 
 
 def system_folder_reason(path: str | Path) -> str | None:
@@ -59,12 +76,12 @@ def system_folder_reason(path: str | Path) -> str | None:
     Refused: the file system's root, a top-level system folder (``/usr``, ``/tmp``, ``/home``...), the
     user's home folder and the folders directly above it.
     """
-    resolved = _absolute(path)
+    resolved = resolve_user_path(path)
     if resolved == Path(resolved.anchor):
         return "it is the root of the file system"
     if resolved.parent == Path(resolved.anchor) and resolved.name in _SYSTEM_TOP_LEVEL:
         return "it is a system folder"
-    home = _absolute(Path.home())
+    home = resolve_user_path(Path.home())
     if resolved == home:
         return "it is your home folder"
     if resolved in home.parents:

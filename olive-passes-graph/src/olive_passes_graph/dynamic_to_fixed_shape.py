@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from olive.exceptions import PassConfigError
+from olive.exceptions import PassConfigError, PassParamError
 from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
 from olive_passes_graph._common import carry_over, check_output_loads, output_guard
@@ -54,51 +54,59 @@ class DynamicToFixedShape(Pass):
         }
 
     @classmethod
-    def _check_config(cls, config: BasePassConfig, owner: str) -> None:
+    def _check_config(cls, config: BasePassConfig, accelerator_spec: AcceleratorSpec) -> None:
         by_dim = bool(config.dim_param) or bool(config.dim_value)
         by_input = bool(config.input_name) or bool(config.input_shape)
+        every = ("dim_param", "dim_value", "input_name", "input_shape")
         if by_dim and by_input:
-            raise PassConfigError(f"{owner}: give either dim_param + dim_value or input_name + input_shape, not both")
+            raise PassParamError(
+                "give either dim_param + dim_value or input_name + input_shape, not both", params=every
+            )
         if not by_dim and not by_input:
-            raise PassConfigError(
-                f'{owner}: nothing to fix; give dim_param + dim_value (e.g. ["batch"], [1]) or '
-                'input_name + input_shape (e.g. ["input"], [[1, 16]])'
+            raise PassParamError(
+                'nothing to fix; give dim_param + dim_value (e.g. ["batch"], [1]) or input_name + input_shape '
+                '(e.g. ["input"], [[1, 16]])',
+                params=every,
             )
         if by_dim:
             names, values = config.dim_param or [], config.dim_value or []
             if len(names) != len(values):
-                raise PassConfigError(
-                    f"{owner}: dim_param has {len(names)} names but dim_value has {len(values)} values; "
-                    "give one value per name"
+                raise PassParamError(
+                    f"dim_param has {len(names)} names but dim_value has {len(values)} values; give one value per name",
+                    params=("dim_param", "dim_value"),
                 )
             bad = [f"{n}={v}" for n, v in zip(names, values, strict=True) if v < 1]
             if bad:
-                raise PassConfigError(f"{owner}: dim_value must be >= 1, got {', '.join(bad)}")
+                raise PassParamError(f"dim_value must be >= 1, got {', '.join(bad)}", params="dim_value")
         else:
             names, shapes = config.input_name or [], config.input_shape or []
             if len(names) != len(shapes):
-                raise PassConfigError(
-                    f"{owner}: input_name has {len(names)} names but input_shape has {len(shapes)} shapes; "
-                    "give one shape per input"
+                raise PassParamError(
+                    f"input_name has {len(names)} names but input_shape has {len(shapes)} shapes; give one shape "
+                    "per input",
+                    params=("input_name", "input_shape"),
                 )
             bad = [f"{n}={s}" for n, s in zip(names, shapes, strict=True) if not s or any(d < 1 for d in s)]
             if bad:
-                raise PassConfigError(f"{owner}: every input_shape entry must be >= 1, got {', '.join(bad)}")
+                raise PassParamError(
+                    f"every input_shape entry must be >= 1, got {', '.join(bad)}", params="input_shape"
+                )
 
     def _run_for_config(
         self, model: ONNXModelHandler, config: BasePassConfig, output_model_path: str
     ) -> ONNXModelHandler:
         from onnxruntime.tools.onnx_model_utils import make_dim_param_fixed, make_input_shape_fixed
 
-        owner = f"pass {self.pass_name()}"
+        owner = self.config_owner()
         proto = model.load_model()
         if config.dim_param:
             present = _dim_params(proto)
             missing = [name for name in config.dim_param if name not in present]
             if missing:
                 raise PassConfigError(
-                    f"{owner}: the model has no symbolic dimension {', '.join(map(repr, missing))}; "
-                    f"its symbolic dimensions are {', '.join(map(repr, sorted(present))) or '(none)'}"
+                    f"the model has no symbolic dimension {', '.join(map(repr, missing))}; "
+                    f"its symbolic dimensions are {', '.join(map(repr, sorted(present))) or '(none)'}",
+                    owner=owner,
                 )
             for name, value in zip(config.dim_param, config.dim_value, strict=True):
                 make_dim_param_fixed(proto.graph, name, value)
@@ -107,17 +115,17 @@ class DynamicToFixedShape(Pass):
             for name, shape in zip(config.input_name, config.input_shape, strict=True):
                 if name not in inputs:
                     raise PassConfigError(
-                        f"{owner}: the model has no input '{name}'; its inputs are {', '.join(inputs)}"
+                        f"the model has no input '{name}'; its inputs are {', '.join(inputs)}", owner=owner
                     )
                 rank = len(inputs[name].type.tensor_type.shape.dim)
                 if rank != len(shape):
                     raise PassConfigError(
-                        f"{owner}: input '{name}' has rank {rank} but input_shape gives {shape} ({len(shape)} dims)"
+                        f"input '{name}' has rank {rank} but input_shape gives {shape} ({len(shape)} dims)", owner=owner
                     )
                 try:
                     make_input_shape_fixed(proto.graph, name, shape)
                 except ValueError as exc:
-                    raise PassConfigError(f"{owner}: input '{name}' cannot take shape {shape}: {exc}") from exc
+                    raise PassConfigError(f"input '{name}' cannot take shape {shape}: {exc}", owner=owner) from exc
         _refresh_shapes(proto)
         with output_guard(output_model_path):
             result = model_proto_to_olive_model(proto, output_model_path, config)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from olive.exceptions import PassConfigError
+from olive.exceptions import PassParamError, closest_match_hint
 from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
 from olive.search.search_parameter import Categorical
@@ -63,12 +63,14 @@ class OrtGraphOptimization(Pass):
         return False
 
     @classmethod
-    def _check_config(cls, config: BasePassConfig, owner: str) -> None:
-        level = graph_level_name(config.graph_optimization_level)
+    def _check_config(cls, config: BasePassConfig, accelerator_spec: AcceleratorSpec) -> None:
+        value = config.graph_optimization_level
+        level = graph_level_name(value)
         if level is None or level == "ORT_DISABLE_ALL":
-            raise PassConfigError(
-                f"{owner}: param 'graph_optimization_level' is {config.graph_optimization_level!r}; "
-                f"use one of {', '.join(_LEVEL_CHOICES)}"
+            raise PassParamError(
+                f"param 'graph_optimization_level' is {value!r}{closest_match_hint(str(value), _LEVEL_CHOICES)}; "
+                f"use one of {', '.join(_LEVEL_CHOICES)}",
+                params="graph_optimization_level",
             )
 
     def _run_for_config(

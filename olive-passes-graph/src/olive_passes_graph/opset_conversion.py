@@ -6,7 +6,7 @@ import functools
 import logging
 from typing import TYPE_CHECKING
 
-from olive.exceptions import PassConfigError, PassRunError
+from olive.exceptions import PassParamError, PassRunError
 from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
 from olive_passes_graph._common import carry_over, check_output_loads, first_line, output_guard
@@ -38,16 +38,19 @@ class OnnxOpVersionConversion(Pass):
         }
 
     @classmethod
-    def _check_config(cls, config: BasePassConfig, owner: str) -> None:
+    def _check_config(cls, config: BasePassConfig, accelerator_spec: AcceleratorSpec) -> None:
         if config.target_opset is None:
             return
         if config.target_opset < 7:
-            raise PassConfigError(f"{owner}: param 'target_opset' is {config.target_opset}; use 7 or newer")
+            raise PassParamError(
+                f"param 'target_opset' is {config.target_opset}; use 7 or newer", params="target_opset"
+            )
         newest = newest_supported_opset()
         if config.target_opset > newest:
-            raise PassConfigError(
-                f"{owner}: param 'target_opset' is {config.target_opset} but the installed onnx/onnxruntime run "
-                f"opsets up to {newest}; use {newest} or lower, or upgrade onnx and onnxruntime"
+            raise PassParamError(
+                f"param 'target_opset' is {config.target_opset} but the installed onnx/onnxruntime run opsets up to "
+                f"{newest}; use {newest} or lower, or upgrade onnx and onnxruntime",
+                params="target_opset",
             )
 
     def _run_for_config(
@@ -67,9 +70,9 @@ class OnnxOpVersionConversion(Pass):
                 converted = version_converter.convert_version(proto, target)
             except Exception as exc:
                 raise PassRunError(
-                    f"pass {self.pass_name()}: onnx cannot convert '{model.model_path}' from opset {current} to "
-                    f"{target} ({type(exc).__name__}: {first_line(exc)}); "
-                    "try a closer target_opset"
+                    f"onnx cannot convert '{model.model_path}' from opset {current} to {target} "
+                    f"({type(exc).__name__}: {first_line(exc)}); try a closer target_opset",
+                    owner=self.config_owner(),
                 ) from exc
             # The converter keeps the IR version; a newer opset may need a newer one.
             converted.ir_version = max(converted.ir_version, _min_ir_version(target, onnx))

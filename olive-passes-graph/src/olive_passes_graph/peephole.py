@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from olive.exceptions import PassConfigError, PassRunError
+from olive.exceptions import PassParamError, PassRunError, closest_match_hint
 from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
 from olive_passes_graph._common import carry_over, output_guard
@@ -51,11 +51,12 @@ class OnnxPeepholeOptimizer(Pass):
         }
 
     @classmethod
-    def _check_config(cls, config: BasePassConfig, owner: str) -> None:
+    def _check_config(cls, config: BasePassConfig, accelerator_spec: AcceleratorSpec) -> None:
         if not config.onnxscript_optimize and not config.onnxoptimizer_optimize:
-            raise PassConfigError(
-                f"{owner}: both onnxscript_optimize and onnxoptimizer_optimize are false, so the pass would do "
-                "nothing; enable one of them or drop the pass"
+            raise PassParamError(
+                "both onnxscript_optimize and onnxoptimizer_optimize are false, so the pass would do nothing; enable "
+                "one of them or drop the pass",
+                params=("onnxscript_optimize", "onnxoptimizer_optimize"),
             )
         if config.onnxoptimizer_passes is not None:
             import onnxoptimizer
@@ -63,12 +64,11 @@ class OnnxPeepholeOptimizer(Pass):
             available = set(onnxoptimizer.get_available_passes())
             unknown = [name for name in config.onnxoptimizer_passes if name not in available]
             if unknown:
-                from olive.exceptions import closest_match_hint
-
                 hints = "; ".join(f"'{name}'{closest_match_hint(name, available)}" for name in unknown)
-                raise PassConfigError(
-                    f"{owner}: param 'onnxoptimizer_passes' has unknown pass names: {hints}. "
-                    "onnxoptimizer.get_available_passes() lists the valid ones"
+                raise PassParamError(
+                    f"param 'onnxoptimizer_passes' has unknown pass names: {hints}. "
+                    "onnxoptimizer.get_available_passes() lists the valid ones",
+                    params="onnxoptimizer_passes",
                 )
 
     def _run_for_config(

@@ -7,7 +7,8 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
-from olive.exceptions import OliveError, PassConfigError
+from olive.config_errors import param_in_range
+from olive.exceptions import OliveError, PassConfigError, PassParamError
 from olive.measure import FREE_DIM_SIZE, latency_summary, session_runner, synthetic_inputs, timed_runs
 from olive.passes import Pass, PassConfigParam
 from olive_passes_graph._common import carry_over, copy_model_files, graph_level_name, output_guard
@@ -100,27 +101,32 @@ class OrtSessionParamsTuning(Pass):
         return False
 
     @classmethod
-    def _check_config(cls, config: BasePassConfig, owner: str) -> None:
-        if config.warmup_num < 0 or config.repeat_test_num < 1:
-            raise PassConfigError(f"{owner}: warmup_num must be >= 0 and repeat_test_num >= 1")
+    def _check_config(cls, config: BasePassConfig, accelerator_spec: AcceleratorSpec) -> None:
+        param_in_range(config, "warmup_num", minimum=0)
+        param_in_range(config, "repeat_test_num", minimum=1)
+        param_in_range(config, "cpu_cores", minimum=1)
         for value in _as_list(config.execution_mode_list):
             if _execution_mode(value) is None:
-                raise PassConfigError(
-                    f"{owner}: param 'execution_mode_list' has {value!r}; use ORT_SEQUENTIAL (0) or ORT_PARALLEL (1)"
+                raise PassParamError(
+                    f"param 'execution_mode_list' has {value!r}; use ORT_SEQUENTIAL (0) or ORT_PARALLEL (1)",
+                    params="execution_mode_list",
                 )
         for value in _as_list(config.opt_level_list):
             if graph_level_name(value) is None:
-                raise PassConfigError(
-                    f"{owner}: param 'opt_level_list' has {value!r}; use 0, 1, 2, 99 or "
-                    "ORT_DISABLE_ALL / ORT_ENABLE_BASIC / ORT_ENABLE_EXTENDED / ORT_ENABLE_ALL"
+                raise PassParamError(
+                    f"param 'opt_level_list' has {value!r}; use 0, 1, 2, 99 or "
+                    "ORT_DISABLE_ALL / ORT_ENABLE_BASIC / ORT_ENABLE_EXTENDED / ORT_ENABLE_ALL",
+                    params="opt_level_list",
                 )
         bad_dims = {k: v for k, v in (config.dynamic_dim_values or {}).items() if isinstance(v, bool) or not v or v < 1}
         if bad_dims:
-            raise PassConfigError(f"{owner}: param 'dynamic_dim_values' has sizes below 1 {bad_dims}; use 1 or more")
+            raise PassParamError(
+                f"param 'dynamic_dim_values' has sizes below 1 {bad_dims}; use 1 or more", params="dynamic_dim_values"
+            )
         for name in ("intra_thread_num_list", "inter_thread_num_list"):
             bad = [v for v in _as_list(config[name]) if v < 0]
             if bad:
-                raise PassConfigError(f"{owner}: param '{name}' has negative thread counts {bad}; use 0 or more")
+                raise PassParamError(f"param '{name}' has negative thread counts {bad}; use 0 or more", params=name)
 
     def _run_for_config(
         self, model: ONNXModelHandler, config: BasePassConfig, output_model_path: str
@@ -224,9 +230,10 @@ class OrtSessionParamsTuning(Pass):
             kept = [p for p in kept if p == self.accelerator_spec.execution_provider]
         if not kept:
             raise PassConfigError(
-                f"{owner}: none of the providers to tune ({', '.join(requested)}) is usable: the installed "
-                f"onnxruntime offers {', '.join(available)} and the accelerator uses "
-                f"{self.accelerator_spec.execution_provider} (set force_evaluate_other_eps to time others)"
+                f"none of the providers to tune ({', '.join(requested)}) is usable: the installed onnxruntime offers "
+                f"{', '.join(available)} and the accelerator uses {self.accelerator_spec.execution_provider} (set "
+                "force_evaluate_other_eps to time others)",
+                owner=owner,
             )
         return kept
 

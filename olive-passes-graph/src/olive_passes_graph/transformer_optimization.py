@@ -7,7 +7,8 @@ import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from olive.exceptions import PassConfigError, PassRunError, closest_match_hint
+from olive.config_errors import param_in_range
+from olive.exceptions import PassConfigError, PassParamError, PassRunError, closest_match_hint
 from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
 from olive.search.search_parameter import Categorical
@@ -143,33 +144,34 @@ class OrtTransformersOptimization(Pass):
         return False
 
     @classmethod
-    def validate_config(cls, config: BasePassConfig, accelerator_spec: AcceleratorSpec) -> bool:
-        # only_onnxruntime with no onnxruntime optimization would return the model unchanged.
-        return not (config.only_onnxruntime and config.opt_level == 0)
-
-    @classmethod
-    def _check_config(cls, config: BasePassConfig, owner: str) -> None:
+    def _check_config(cls, config: BasePassConfig, accelerator_spec: AcceleratorSpec) -> None:
         from onnxruntime.transformers.optimizer import MODEL_TYPES
 
         if config.model_type is not None and config.model_type not in MODEL_TYPES:
-            raise PassConfigError(
-                f"{owner}: param 'model_type' is '{config.model_type}'"
-                f"{closest_match_hint(config.model_type, MODEL_TYPES)}, which onnxruntime's transformer optimizer "
-                f"does not know; use one of {', '.join(sorted(MODEL_TYPES))}"
+            raise PassParamError(
+                f"param 'model_type' is '{config.model_type}'{closest_match_hint(config.model_type, MODEL_TYPES)}, "
+                f"which onnxruntime's transformer optimizer does not know; use one of {', '.join(sorted(MODEL_TYPES))}",
+                params="model_type",
             )
         if config.opt_level is not None and config.opt_level not in (0, 1, 2, 99):
-            raise PassConfigError(f"{owner}: param 'opt_level' must be 0, 1, 2 or 99, got {config.opt_level}")
-        if config.num_heads < 0 or config.hidden_size < 0:
-            raise PassConfigError(f"{owner}: num_heads and hidden_size must be >= 0 (0 infers them from the graph)")
+            raise PassParamError(f"param 'opt_level' must be 0, 1, 2 or 99, got {config.opt_level}", params="opt_level")
+        if config.only_onnxruntime and config.opt_level == 0:
+            raise PassParamError(
+                "only_onnxruntime with opt_level 0 would return the model unchanged; give an opt_level above 0 or "
+                "set only_onnxruntime to false",
+                params=("only_onnxruntime", "opt_level"),
+            )
+        for name in ("num_heads", "hidden_size"):
+            param_in_range(config, name, minimum=0, note="0 infers it from the graph")
         if config.optimization_options and config.model_type is not None:
-            _fusion_options(config.model_type, config.optimization_options, owner)
+            _fusion_options(config.model_type, config.optimization_options)
 
     def _run_for_config(
         self, model: ONNXModelHandler, config: BasePassConfig, output_model_path: str
     ) -> ONNXModelHandler:
         from onnxruntime.transformers.optimizer import MODEL_TYPES, optimize_model
 
-        owner = f"pass {self.pass_name()}"
+        owner = self.config_owner()
         model_type = _model_type(config.model_type, model.model_attributes, owner)
         check_loads(model)
         opt_level = config.opt_level if config.opt_level is not None else MODEL_TYPES[model_type][2]
@@ -220,8 +222,8 @@ class OrtTransformersOptimization(Pass):
             optimizer.topological_sort()
         except Exception as exc:
             raise PassRunError(
-                f"{owner}: onnxruntime's transformer optimizer failed on '{model.model_path}' "
-                f"({type(exc).__name__}: {exc})"
+                f"onnxruntime's transformer optimizer failed on '{model.model_path}' ({type(exc).__name__}: {exc})",
+                owner=owner,
             ) from exc
         statistics = _fused_statistics(optimizer)
         op_types = {node.op_type for node in optimizer.model.graph.node}
@@ -256,15 +258,17 @@ def _model_type(configured: str | None, attributes: dict[str, Any] | None, owner
     found = (attributes or {}).get("model_type")
     if not found:
         raise PassConfigError(
-            f"{owner}: param 'model_type' is not set and the input model's model_attributes have no 'model_type'; "
-            f'set model_type to one of {", ".join(sorted(MODEL_TYPES))} (e.g. "bert")'
+            "param 'model_type' is not set and the input model's model_attributes have no 'model_type'; "
+            f'set model_type to one of {", ".join(sorted(MODEL_TYPES))} (e.g. "bert")',
+            owner=owner,
         )
     model_type = _HF_MODEL_TYPES.get(found, found)
     if model_type not in MODEL_TYPES:
         raise PassConfigError(
-            f"{owner}: the input model's model_attributes give model_type '{found}', which onnxruntime's transformer "
+            f"the input model's model_attributes give model_type '{found}', which onnxruntime's transformer "
             f"optimizer does not know{closest_match_hint(model_type, MODEL_TYPES)}; set param 'model_type' to one of "
-            f"{', '.join(sorted(MODEL_TYPES))}"
+            f"{', '.join(sorted(MODEL_TYPES))}",
+            owner=owner,
         )
     return model_type
 
@@ -292,16 +296,18 @@ def _declare_domains(proto: onnx.ModelProto) -> None:
         proto.opset_import.append(helper.make_opsetid(domain, 1))
 
 
-def _fusion_options(model_type: str, overrides: dict[str, Any], owner: str) -> Any:
+def _fusion_options(model_type: str, overrides: dict[str, Any], owner: str | None = None) -> Any:
     from onnxruntime.transformers.fusion_options import FusionOptions
 
     options = FusionOptions(model_type)
     known = vars(options)
     for key, value in overrides.items():
         if key not in known:
-            raise PassConfigError(
-                f"{owner}: param 'optimization_options' has unknown key '{key}'{closest_match_hint(key, known)}; "
-                f"valid keys: {', '.join(sorted(known))}"
+            raise PassParamError(
+                f"param 'optimization_options' has unknown key '{key}'{closest_match_hint(key, known)}; "
+                f"valid keys: {', '.join(sorted(known))}",
+                params="optimization_options",
+                owner=owner,
             )
         setattr(options, key, value)
     return options
@@ -342,21 +348,23 @@ def _resolve_heads(
         mismatch = _mismatch(dims, num_heads, hidden_size)
         if mismatch:
             message = (
-                f"{owner}: {mismatch}, but the graph's head-splitting Reshape '{dims.reshape}' splits a "
+                f"{mismatch}, but the graph's head-splitting Reshape '{dims.reshape}' splits a "
                 f"{dims.hidden_size}-wide projection into {dims.num_heads} heads of {dims.head_size} "
                 f"(num_heads={dims.num_heads}, hidden_size={dims.hidden_size})"
             )
             if model_type in _STRICT_DIMS and dims.uniform:
                 raise PassConfigError(
                     f"{message}; set num_heads={dims.num_heads} and hidden_size={dims.hidden_size}, or leave "
-                    "both at 0 to use the graph's values"
+                    "both at 0 to use the graph's values",
+                    owner=owner,
                 )
-            logger.warning("%s; using the configured values", message)
+            logger.warning("%s: %s; using the configured values", owner, message)
         heads, hidden = num_heads or dims.num_heads, hidden_size or dims.hidden_size
         if hidden % heads:
             raise PassConfigError(
-                f"{owner}: num_heads={heads} does not divide hidden_size={hidden} (the graph shows "
-                f"num_heads={dims.num_heads}, hidden_size={dims.hidden_size}); fix num_heads or hidden_size"
+                f"num_heads={heads} does not divide hidden_size={hidden} (the graph shows "
+                f"num_heads={dims.num_heads}, hidden_size={dims.hidden_size}); fix num_heads or hidden_size",
+                owner=owner,
             )
         return heads, hidden, dims
     num_heads, hidden_size = num_heads or fallback[0], hidden_size or fallback[1]
@@ -372,8 +380,9 @@ def _resolve_heads(
         name for name, value in (("num_heads", num_heads), ("hidden_size", hidden_size)) if not value
     )
     raise PassConfigError(
-        f"{owner}: the graph has attention but {missing} could not be read from it (no Q projection MatMul "
-        f"followed by a head-splitting Reshape to [batch, seq, heads, head_size]); set {missing} in the pass config"
+        f"the graph has attention but {missing} could not be read from it (no Q projection MatMul "
+        f"followed by a head-splitting Reshape to [batch, seq, heads, head_size]); set {missing} in the pass config",
+        owner=owner,
     )
 
 

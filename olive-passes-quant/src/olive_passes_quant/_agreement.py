@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from olive.exceptions import PassConfigError, closest_match_hint
+from olive.exceptions import PassParamError, closest_match_hint
 from olive.measure import AGREEMENT_SCORES, POOLINGS
 
 #: The agreement measures a target may name, and whether a higher value is better. ``top1`` is left out:
@@ -44,30 +44,36 @@ class Target:
         return f"{self.metric} {'>=' if self.higher_is_better else '<='} {self.value:g}"
 
 
-def parse_targets(metrics: str | Sequence[str], values: float | Sequence[float], owner: str) -> list[Target]:
+def parse_targets(
+    metrics: str | Sequence[str], values: float | Sequence[float], owner: str | None = None
+) -> list[Target]:
     """Pair ``target_metric`` with ``target_value`` (a single value or lists of equal length)."""
     metric_list = [metrics] if isinstance(metrics, str) else list(metrics)
     value_list = [values] if isinstance(values, int | float) else list(values)
+
+    def reject(reason: str) -> PassParamError:
+        return PassParamError(reason, params=("target_metric", "target_value"), owner=owner)
+
     if not metric_list:
-        raise PassConfigError(f"{owner}: target_metric is empty; name at least one of {', '.join(AGREEMENT_METRICS)}")
+        raise reject(f"target_metric is empty; name at least one of {', '.join(AGREEMENT_METRICS)}")
     if len(metric_list) != len(value_list):
-        raise PassConfigError(
-            f"{owner}: target_metric has {len(metric_list)} entries but target_value has {len(value_list)}; give one "
-            "value per metric (e.g. target_metric ['cosine_mean', 'cosine_min'], target_value [0.99, 0.97])"
+        raise reject(
+            f"target_metric has {len(metric_list)} entries but target_value has {len(value_list)}; give one value "
+            "per metric (e.g. target_metric ['cosine_mean', 'cosine_min'], target_value [0.99, 0.97])"
         )
     targets = []
     for metric, value in zip(metric_list, value_list, strict=True):
         if metric not in AGREEMENT_METRICS:
-            raise PassConfigError(
-                f"{owner}: target_metric '{metric}' is unknown{closest_match_hint(str(metric), AGREEMENT_METRICS)}; "
+            raise reject(
+                f"target_metric '{metric}' is unknown{closest_match_hint(str(metric), AGREEMENT_METRICS)}; "
                 f"use {', '.join(AGREEMENT_METRICS)}"
             )
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise PassConfigError(f"{owner}: target_value for '{metric}' must be a number, got {value!r}")
+            raise reject(f"target_value for '{metric}' must be a number, got {value!r}")
         if metric.startswith("cosine") and not -1.0 <= value <= 1.0:
-            raise PassConfigError(f"{owner}: target_value {value} for '{metric}' is not a cosine (between -1 and 1)")
+            raise reject(f"target_value {value} for '{metric}' is not a cosine (between -1 and 1)")
         if metric == "max_abs_diff" and value < 0:
-            raise PassConfigError(f"{owner}: target_value {value} for 'max_abs_diff' must not be negative")
+            raise reject(f"target_value {value} for 'max_abs_diff' must not be negative")
         targets.append(Target(metric, value))
     return targets
 
@@ -76,14 +82,20 @@ def total_shortfall(targets: Sequence[Target], measured: Mapping[str, float]) ->
     return sum(t.shortfall(measured) for t in targets)
 
 
-def check_pooling(pooling: str | None, mask_input: str | None, owner: str) -> None:
+def check_pooling(pooling: str | None, mask_input: str | None, owner: str | None = None) -> None:
     if pooling is not None and pooling not in POOLING_CHOICES:
-        raise PassConfigError(
-            f"{owner}: pooling '{pooling}' is unknown{closest_match_hint(str(pooling), POOLING_CHOICES)}; "
-            f"use {', '.join(POOLING_CHOICES)}"
+        raise PassParamError(
+            f"pooling '{pooling}' is unknown{closest_match_hint(str(pooling), POOLING_CHOICES)}; "
+            f"use {', '.join(POOLING_CHOICES)}",
+            params="pooling",
+            owner=owner,
         )
     if mask_input and pooling != "mean":
-        raise PassConfigError(f"{owner}: mask_input '{mask_input}' only applies with pooling 'mean'; set pooling")
+        raise PassParamError(
+            f"mask_input '{mask_input}' only applies with pooling 'mean'; set pooling",
+            params=("mask_input", "pooling"),
+            owner=owner,
+        )
 
 
 def target_measures(measured: Mapping[str, float]) -> dict[str, float]:

@@ -1,18 +1,27 @@
-"""Checks of user-given values that no search point can fix (typos, names that do not exist).
+"""Checks the quantization passes' ``_check_config`` share (typos, names that do not exist, missing data).
 
-They raise :class:`~olive.exceptions.PassConfigError` naming the param, the bad value and the fix, before
-anything is written.
+They raise :class:`~olive.exceptions.PassParamError` naming the param, the bad value and the fix; the Pass
+contract names the pass, so a workflow fails before anything is written, or a search prunes the point.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from os import PathLike
 from typing import Any
 
-from olive.exceptions import PassConfigError, closest_match_hint
+from olive.exceptions import PassParamError, closest_match_hint
+from olive.search.search_parameter import SpecialParamValue
 
 logger = logging.getLogger(__name__)
+
+
+def applied(config: Any, name: str) -> Any:
+    """The value of param ``name`` in ``config`` (a pass config or a mapping), or None where it does not apply
+    (missing, or IGNORED for the other quant_mode)."""
+    value = config.get(name) if isinstance(config, Mapping) else getattr(config, name, None)
+    return None if isinstance(value, str) and value == SpecialParamValue.IGNORED else value
 
 
 def quantizable_op_types(mode: str | None = None, quant_format: str | None = None) -> set[str]:
@@ -34,10 +43,10 @@ def _is_known_op_type(op_type: str) -> bool:
     return onnx.defs.has(op_type) or op_type in quantizable_op_types()
 
 
-def check_op_types(owner: str, values: dict[str, Any]) -> None:
+def check_op_types(config: Any) -> None:
     """Reject op types in ``op_types_to_quantize`` / ``op_types_to_exclude`` that do not exist."""
     problems = []
-    to_quantize = values.get("op_types_to_quantize")
+    to_quantize = applied(config, "op_types_to_quantize")
     if isinstance(to_quantize, list) and to_quantize:
         valid = quantizable_op_types()
         for op_type in to_quantize:
@@ -46,7 +55,7 @@ def check_op_types(owner: str, values: dict[str, Any]) -> None:
                     f"op_types_to_quantize has '{op_type}', which onnxruntime's quantizer does not handle"
                     f"{closest_match_hint(op_type, valid)}; quantizable op types: {', '.join(sorted(valid))}"
                 )
-    to_exclude = values.get("op_types_to_exclude")
+    to_exclude = applied(config, "op_types_to_exclude")
     if isinstance(to_exclude, list) and to_exclude:
         for op_type in to_exclude:
             if not _is_known_op_type(op_type):
@@ -56,20 +65,17 @@ def check_op_types(owner: str, values: dict[str, Any]) -> None:
                     "case-sensitive, e.g. 'MatMul')"
                 )
     if problems:
-        raise PassConfigError(f"{owner}: " + "; ".join(problems))
+        raise PassParamError("; ".join(problems), params=("op_types_to_quantize", "op_types_to_exclude"))
 
 
-def check_data_config_value(owner: str, value: Any) -> None:
+def check_data_config_value(value: Any) -> None:
     """A data_config must be a DataConfig, a dict (its JSON form) or a string (an .npz path or a name)."""
-    if value is None or isinstance(value, dict | str) or hasattr(value, "create_dataloader"):
+    if value is None or isinstance(value, dict | str | PathLike) or hasattr(value, "create_dataloader"):
         return
-    from os import PathLike
-
-    if isinstance(value, PathLike):
-        return
-    raise PassConfigError(
-        f"{owner}: param 'data_config' expects a DataConfig, a dict in DataConfig JSON form or a path to an .npz "
-        f"file, got {type(value).__name__}"
+    raise PassParamError(
+        "param 'data_config' expects a DataConfig, a dict in DataConfig JSON form or a path to an .npz file, got "
+        f"{type(value).__name__}",
+        params="data_config",
     )
 
 

@@ -12,8 +12,9 @@ from olive.passes.pass_config import PassConfigParam
 from olive.search.search_parameter import Boolean, Categorical, Conditional, ConditionalDefault, SpecialParamValue
 from olive_passes_quant._types import CalibrateMethod, Precision, QuantFormat
 
-# Accepted for data_config: a DataConfig, its JSON form, or an .npz path. A string type keeps DataConfig
-# (and whatever it imports) out of config validation; the pass checks the value itself.
+# Accepted for data_config: a DataConfig, its JSON form, an .npz path, or in a workflow the name of one of its
+# data_configs. A string type keeps DataConfig (and what it imports) out of config validation;
+# _checks.check_data_config_value checks the value.
 DATA_CONFIG_TYPE = "DataConfig | dict | str"
 
 # Pass params that become keys of onnxruntime's ``extra_options`` (key: (param, used by dynamic)).
@@ -98,14 +99,15 @@ def extra_options_param() -> dict[str, PassConfigParam]:
     }
 
 
-def data_params(required: bool) -> dict[str, PassConfigParam]:
+def data_params(use: str, required: bool = False) -> dict[str, PassConfigParam]:
+    """The ``data_config`` param of every pass that reads data; ``use`` says what for."""
     return {
         "data_config": PassConfigParam(
             type_=DATA_CONFIG_TYPE,
             required=required,
             description=(
-                "Calibration data: the name of one of the workflow's data_configs, a DataConfig, its JSON form, "
-                "or a path to an .npz file keyed by input name."
+                f"{use}: the name of one of the workflow's data_configs, a DataConfig, its JSON form, or a path to "
+                "an .npz file keyed by input name."
             ),
         ),
     }

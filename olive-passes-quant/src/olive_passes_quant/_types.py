@@ -1,4 +1,8 @@
-"""Value types shared by the quantization passes' params (plain enums, nothing heavy)."""
+"""The value sets of the quantization passes' params, one enum each (plain enums, nothing heavy).
+
+A param typed with one of them takes its values by value (``"dynamic"``) or member name; a misspelt one is a
+config error with the closest value. Being ``str`` enums, members compare equal to their values.
+"""
 
 from __future__ import annotations
 
@@ -34,8 +38,25 @@ class CalibrateMethod(StrEnum):
 
 
 class QuantMode(StrEnum):
+    """``dynamic``: activation ranges computed at run time; ``static``: ranges calibrated on data."""
+
     DYNAMIC = "dynamic"
     STATIC = "static"
+
+
+class SensitivityMethod(StrEnum):
+    """How a node's sensitivity is measured (see :mod:`olive_passes_quant.sensitivity`)."""
+
+    EXCLUDE_ONE = "exclude_one"
+    QUANTIZE_ONE = "quantize_one"
+    LOCAL_ERROR = "local_error"
+
+
+class OnTargetMissed(StrEnum):
+    """What the accuracy-guarded pass does when no model meets the target: fail, or return the closest."""
+
+    ERROR = "error"
+    BEST = "best"
 
 
 class AccuracyLevel(IntEnum):

@@ -42,18 +42,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from olive.exceptions import OliveError, PassConfigError
-from olive.passes import PassConfigParam
+from olive.config_errors import param_in_range
+from olive.exceptions import OliveError
+from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config
+from olive_passes_quant._agreement import parse_targets
 from olive_passes_quant._guard_config import (
-    GuardedConfigPass,
     agreement_params,
     check_common,
-    config_value,
-    data_params,
     quant_params,
+    sample_params,
     sensitivity_params,
 )
+from olive_passes_quant._types import OnTargetMissed
 from olive_passes_quant.sensitivity import (
     ATTRIBUTE as SENSITIVITY_ATTRIBUTE,
 )
@@ -74,20 +75,19 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 ATTRIBUTE = "accuracy_guard"
-ON_TARGET_MISSED = ("error", "best")
 
 
 class AccuracyTargetNotMetError(OliveError):
     """No int8 model within ``max_fp32_nodes`` float nodes meets the accuracy target; says the best reached."""
 
 
-class OnnxAccuracyGuardedQuantization(GuardedConfigPass):
+class OnnxAccuracyGuardedQuantization(Pass):
     """Int8 quantization that keeps the most sensitive nodes in float until an output-agreement target is met."""
 
     @classmethod
     def _default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
         return {
-            **data_params(),
+            **sample_params(),
             "target_metric": PassConfigParam(
                 type_=str | list[str],
                 default_value="cosine_mean",
@@ -107,8 +107,8 @@ class OnnxAccuracyGuardedQuantization(GuardedConfigPass):
                 description="At most this many quantizable nodes are kept in float (each costs speed).",
             ),
             "on_target_missed": PassConfigParam(
-                type_=str,
-                default_value="error",
+                type_=OnTargetMissed,
+                default_value=OnTargetMissed.ERROR,
                 description=(
                     "'error' (fail with the best reached, so a search records why) or 'best' (return the closest "
                     "model with a warning)."
@@ -121,16 +121,17 @@ class OnnxAccuracyGuardedQuantization(GuardedConfigPass):
         }
 
     @classmethod
-    def _check_values(cls, owner: str, config: Any) -> None:
-        _check(owner, config)
+    def _check_config(cls, config: BasePassConfig, accelerator_spec: AcceleratorSpec) -> None:
+        check_common(config)
+        parse_targets(config.target_metric, config.target_value)
+        param_in_range(config, "max_fp32_nodes", minimum=0)
 
     def _run_for_config(
         self, model: ONNXModelHandler, config: BasePassConfig, output_model_path: str
     ) -> ONNXModelHandler:
-        from olive_passes_quant._agreement import parse_targets, rounded
+        from olive_passes_quant._agreement import rounded
 
-        owner = f"pass {self.pass_name()}"
-        _check(owner, config)
+        owner = self.config_owner()
         targets = parse_targets(config.target_metric, config.target_value, owner)
         start = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="olive-guarded-int8-") as scratch:
@@ -234,17 +235,3 @@ class _GreedySearch:
 
 def _show(values: Mapping[str, float]) -> str:
     return ", ".join(f"{k} {v:.4f}" if k.startswith("cosine") else f"{k} {v:.4g}" for k, v in values.items())
-
-
-def _check(owner: str, config: Any) -> None:
-    from olive_passes_quant._agreement import parse_targets
-
-    check_common(owner, config)
-    if config_value(config, "target_metric") is not None and config_value(config, "target_value") is not None:
-        parse_targets(config_value(config, "target_metric"), config_value(config, "target_value"), owner)
-    limit = config_value(config, "max_fp32_nodes")
-    if limit is not None and limit < 0:
-        raise PassConfigError(f"{owner}: max_fp32_nodes must not be negative, got {limit}")
-    missed = config_value(config, "on_target_missed")
-    if missed is not None and missed not in ON_TARGET_MISSED:
-        raise PassConfigError(f"{owner}: on_target_missed '{missed}' is unknown; use 'error' or 'best'")

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from olive.exceptions import PassConfigError
-from olive.passes import PassConfigParam
+from olive.exceptions import PassParamError
+from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
 from olive_passes_quant._checks import warn_unknown_nodes
-from olive_passes_quant._explained import ExplainedPass
 from olive_passes_quant._types import AccuracyLevel
 
 if TYPE_CHECKING:
@@ -23,7 +21,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-class OnnxBlockWiseRtnQuantization(ExplainedPass):
+class OnnxBlockWiseRtnQuantization(Pass):
     """Quantize MatMul weights block-wise with round-to-nearest into com.microsoft MatMulNBits nodes.
 
     Each block of ``block_size`` consecutive weights along K (the reduced axis) gets its own scale (and
@@ -66,19 +64,22 @@ class OnnxBlockWiseRtnQuantization(ExplainedPass):
         }
 
     @classmethod
-    def explain_invalid(cls, config: Mapping[str, Any], accelerator_spec: AcceleratorSpec | None = None) -> str | None:
-        """Why MatMulNBits cannot take this config, or None when it can."""
-        block_size = config.get("block_size")
-        if not isinstance(block_size, int) or block_size < 16 or block_size & (block_size - 1):
-            return (
-                f"block_size {block_size} is not supported by MatMulNBits; use a power of two >= 16 (16, 32, 64, 128)"
+    def _check_config(cls, config: BasePassConfig, accelerator_spec: AcceleratorSpec) -> None:
+        block_size = config.block_size
+        if block_size < 16 or block_size & (block_size - 1):
+            raise PassParamError(
+                f"param 'block_size' is {block_size}, which MatMulNBits does not take; use a power of two >= 16 "
+                "(16, 32, 64, 128)",
+                params="block_size",
             )
-        bits = config.get("bits")
-        if bits not in (4, 8):
-            return f"bits {bits} is not supported; use 4 or 8"
-        if bits == 8 and _ort_release() < (1, 22):
-            return "8-bit MatMulNBits needs onnxruntime >= 1.22; use bits=4 or upgrade onnxruntime"
-        return None
+        if config.bits not in (4, 8):
+            raise PassParamError(f"param 'bits' is {config.bits}; use 4 or 8", params="bits")
+        if config.bits == 8 and _ort_release() < (1, 22):
+            raise PassParamError(
+                "param 'bits' is 8, which MatMulNBits takes from onnxruntime 1.22 on; use bits=4 or upgrade "
+                "onnxruntime",
+                params="bits",
+            )
 
     def _run_for_config(
         self, model: ONNXModelHandler, config: BasePassConfig, output_model_path: str
@@ -88,11 +89,7 @@ class OnnxBlockWiseRtnQuantization(ExplainedPass):
             MatMulNBitsQuantizer,
         )
 
-        owner = f"pass {self.pass_name()}"
-        reason = self.explain_invalid(config, self.accelerator_spec)
-        if reason:
-            raise PassConfigError(f"{owner}: {reason}")
-
+        owner = self.config_owner()
         proto = model.load_model()
         node_names = [node.name for node in proto.graph.node]
         for param in ("nodes_to_exclude", "nodes_to_include"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from olive.config_errors import param_in_range
 from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
 
@@ -50,6 +51,11 @@ class OnnxFloatToFloat16(Pass):
             ),
             **get_external_data_config(),
         }
+
+    @classmethod
+    def _check_config(cls, config: BasePassConfig, accelerator_spec: AcceleratorSpec) -> None:
+        param_in_range(config, "min_positive_val", above=0)
+        param_in_range(config, "max_finite_val", above=0)
 
     def _run_for_config(
         self, model: ONNXModelHandler, config: BasePassConfig, output_model_path: str

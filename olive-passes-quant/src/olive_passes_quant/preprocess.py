@@ -61,8 +61,9 @@ class OnnxQuantizationPreprocess(Pass):
                 )
             except Exception as exc:
                 raise PassRunError(
-                    f"pass {self.pass_name()}: quant_pre_process failed on '{model.model_path}': {exc}; "
-                    "try skip_optimization=true or skip_onnx_shape=true"
+                    f"quant_pre_process failed on '{model.model_path}': {exc}; try skip_optimization=true or "
+                    "skip_onnx_shape=true",
+                    owner=self.config_owner(),
                 ) from exc
             proto = onnx.load(str(tmp_path))
         return model_proto_to_olive_model(proto, output_model_path, config)

@@ -8,17 +8,22 @@ from __future__ import annotations
 import hashlib
 import logging
 import tempfile
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from olive.exceptions import PassConfigError, PassRunError
-from olive.passes import PassConfigParam
+from olive.config_errors import param_in_range
+from olive.exceptions import PassParamError, PassRunError
+from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
-from olive.search.search_parameter import Categorical, SpecialParamValue
-from olive_passes_quant._calibration import no_data_message
-from olive_passes_quant._checks import check_data_config_value, check_op_types, quantizable_op_types, warn_unknown_nodes
-from olive_passes_quant._explained import ExplainedPass
+from olive.search.search_parameter import Categorical
+from olive_passes_quant._calibration import calibration_reader
+from olive_passes_quant._checks import (
+    applied,
+    check_data_config_value,
+    check_op_types,
+    quantizable_op_types,
+    warn_unknown_nodes,
+)
 from olive_passes_quant._legacy import translate_legacy_params
 from olive_passes_quant._params import (
     EXTRA_OPTION_PARAMS,
@@ -37,15 +42,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-_IGNORED = SpecialParamValue.IGNORED
 
-
-def _value(config: Mapping[str, Any], name: str) -> Any:
-    value = config.get(name)
-    return None if isinstance(value, str) and value == _IGNORED else value
-
-
-class OnnxQuantization(ExplainedPass):
+class OnnxQuantization(Pass):
     """Quantize an ONNX model to int8 with onnxruntime, statically (calibrated) or dynamically.
 
     ``quant_mode`` chooses; with a search strategy both modes are tried, and the static-only params are
@@ -65,7 +63,7 @@ class OnnxQuantization(ExplainedPass):
                 description="'dynamic' (activation ranges computed at run time) or 'static' (calibrated).",
             ),
             **common_params(),
-            **data_params(required=False),
+            **data_params("Calibration data, which static quantization needs"),
             **ignored_unless_static(static_params()),
             **extra_options_param(),
             **get_external_data_config(),
@@ -80,50 +78,39 @@ class OnnxQuantization(ExplainedPass):
     # Config checks
     # ----------------------------------------------------------------------------------------------
     @classmethod
-    def _mode(cls, config: Mapping[str, Any]) -> str:
-        return str(cls._fixed_mode or config.get("quant_mode") or QuantMode.STATIC)
+    def _mode(cls, config: Any) -> str:
+        return str(cls._fixed_mode or applied(config, "quant_mode") or QuantMode.STATIC)
 
     @classmethod
-    def get_config_params(
-        cls,
-        accelerator_spec: AcceleratorSpec,
-        config: Mapping[str, Any] | None = None,
-        disable_search: bool = False,
-        pass_key: str | None = None,
-    ):
-        owner = f"pass '{pass_key}' ({cls.pass_name()})" if pass_key else f"pass {cls.pass_name()}"
-        user = translate_legacy_params(owner, config)
-        if cls._fixed_mode == QuantMode.STATIC and user.get("data_config") is None:
-            # Say what calibration data is and where it comes from, not just "missing required param".
-            raise PassConfigError(no_data_message(owner))
-        config_class, fixed, search = super().get_config_params(accelerator_spec, user, disable_search, pass_key)
-        check_op_types(owner, fixed)
-        check_data_config_value(owner, fixed.get("data_config"))
-        if "quant_mode" not in search and cls._mode(fixed) == QuantMode.STATIC and fixed.get("data_config") is None:
-            raise PassConfigError(no_data_message(owner))
-        return config_class, fixed, search
+    def _upgrade_config(cls, config: dict[str, Any]) -> dict[str, Any]:
+        return translate_legacy_params(config)
 
     @classmethod
-    def explain_invalid(cls, config: Mapping[str, Any], accelerator_spec: AcceleratorSpec | None = None) -> str | None:
-        """Why onnxruntime cannot run this config, or None when it can. ``validate_config`` logs the reason."""
+    def _check_config(cls, config: BasePassConfig, accelerator_spec: AcceleratorSpec) -> None:
+        check_op_types(config)
+        check_data_config_value(applied(config, "data_config"))
         if cls._mode(config) != QuantMode.STATIC:
-            return None
-        if _value(config, "data_config") is None:
-            return "static quantization needs calibration data (data_config)"
-        samples = _value(config, "calibration_sampling_size")
-        if samples is not None and samples < 1:
-            return f"calibration_sampling_size must be at least 1 (or null for every sample), got {samples}"
-        precision = _value(config, "precision")
-        activation_type = _value(config, "activation_type")
-        if precision == Precision.UINT8 and activation_type == Precision.INT8:
-            return (
-                "onnxruntime cannot pair uint8 weights (precision) with int8 activations (activation_type); "
-                "use int8 weights or uint8 activations"
+            return
+        # Which params decide: with quant_mode searched, only its static points are affected.
+        mode = () if cls._fixed_mode else ("quant_mode",)
+        if config.data_config is None:
+            raise PassParamError(
+                "param 'data_config' is not set, and static quantization needs calibration data; set data_config to "
+                "the name of one of the workflow's data_configs (e.g. an NpzDataContainer), a DataConfig, or a path "
+                "to an .npz file keyed by the model's input names (or quantize dynamically, which needs none)",
+                params=("data_config", *mode),
             )
-        extra = _value(config, "extra_options") or {}
-        if extra.get("EnableSubgraph"):
-            return "extra_options EnableSubgraph works with dynamic quantization only"
-        return None
+        param_in_range(config, "calibration_sampling_size", minimum=1, note="null for every sample")
+        if applied(config, "precision") == Precision.UINT8 and applied(config, "activation_type") == Precision.INT8:
+            raise PassParamError(
+                "onnxruntime cannot pair uint8 weights (precision) with int8 activations (activation_type); use "
+                "int8 weights or uint8 activations",
+                params=("precision", "activation_type"),
+            )
+        if (applied(config, "extra_options") or {}).get("EnableSubgraph"):
+            raise PassParamError(
+                "extra_options EnableSubgraph works with dynamic quantization only", params=("extra_options", *mode)
+            )
 
     # ----------------------------------------------------------------------------------------------
     # Running
@@ -154,19 +141,13 @@ class OnnxQuantization(ExplainedPass):
     ) -> ONNXModelHandler:
         import onnx
 
-        owner = f"pass {self.pass_name()}"
-        reason = self.explain_invalid(config, self.accelerator_spec)
-        if reason:
-            raise PassConfigError(f"{owner}: {reason}")
-        check_op_types(owner, config)
+        owner = self.config_owner()
         is_static = self._mode(config) == QuantMode.STATIC
 
         # Everything that can reject the input happens before anything is written.
         reader = None
         if is_static:
-            from olive_passes_quant._calibration import calibration_reader
-
-            reader = calibration_reader(config.data_config, model, _value(config, "calibration_sampling_size"), owner)
+            reader = calibration_reader(config.data_config, model, applied(config, "calibration_sampling_size"), owner)
 
         proto = model.load_model(load_external_data=False)
         node_names = [node.name for node in proto.graph.node]
@@ -179,7 +160,7 @@ class OnnxQuantization(ExplainedPass):
             # onnxruntime has no op_types_to_exclude; excluding the nodes of those types is equivalent.
             excluded = set(config.op_types_to_exclude)
             nodes_to_exclude += [n.name for n in proto.graph.node if n.op_type in excluded and n.name]
-        quant_format = _value(config, "quant_format") if is_static else None
+        quant_format = applied(config, "quant_format") if is_static else None
         if op_types_to_quantize:
             handled = quantizable_op_types("static" if is_static else "dynamic", quant_format)
             unhandled = [op for op in op_types_to_quantize if op not in handled]
@@ -196,7 +177,7 @@ class OnnxQuantization(ExplainedPass):
         if overridden:
             logger.warning("%s: extra_options %s are set from the params of the same meaning", owner, overridden)
         for key, (param, used_by_dynamic) in EXTRA_OPTION_PARAMS.items():
-            value = _value(config, param)
+            value = applied(config, param)
             if value is not None and (is_static or used_by_dynamic):
                 extra_options[key] = value
         if not is_static:
@@ -209,8 +190,8 @@ class OnnxQuantization(ExplainedPass):
             # with no log noise.
             extra_options.setdefault("QDQOpTypePerChannelSupportToAxis", {"LayerNormalization": 0})
 
-        precision = Precision(_value(config, "precision") or Precision.INT8)
-        if is_static and quant_format == QuantFormat.QOPERATOR and _value(config, "activation_type") == Precision.INT8:
+        precision = Precision(applied(config, "precision") or Precision.INT8)
+        if is_static and quant_format == QuantFormat.QOPERATOR and applied(config, "activation_type") == Precision.INT8:
             logger.warning("%s: QOperator with int8 activations is slow on x86-64 CPUs; QDQ is faster", owner)
 
         input_path = self._preprocess(model) if config.quant_preprocess else model.model_path
@@ -244,7 +225,7 @@ class OnnxQuantization(ExplainedPass):
                         extra_options=extra_options,
                     )
             except (ValueError, RuntimeError, AttributeError) as exc:
-                raise PassRunError(f"{owner}: onnxruntime could not quantize '{model.model_path}': {exc}") from exc
+                raise PassRunError(f"onnxruntime could not quantize '{model.model_path}': {exc}", owner=owner) from exc
             quantized = onnx.load(str(tmp_output))
         return model_proto_to_olive_model(quantized, output_model_path, config)
 
@@ -262,11 +243,11 @@ class OnnxQuantization(ExplainedPass):
         from onnxruntime.quantization import CalibrationMethod, quantize_static
         from onnxruntime.quantization import QuantFormat as OrtQuantFormat
 
-        activation_type = Precision(_value(config, "activation_type") or Precision.INT8)
-        calibrate_method = CalibrationMethod[str(_value(config, "calibrate_method") or "MinMax")]
-        providers = _value(config, "calibration_providers")
-        quant_format = QuantFormat(_value(config, "quant_format") or QuantFormat.QDQ)
-        if quant_format == QuantFormat.QDQ and _value(config, "prepare_qdq_config"):
+        activation_type = Precision(applied(config, "activation_type") or Precision.INT8)
+        calibrate_method = CalibrationMethod[str(applied(config, "calibrate_method") or "MinMax")]
+        providers = applied(config, "calibration_providers")
+        quant_format = QuantFormat(applied(config, "quant_format") or QuantFormat.QDQ)
+        if quant_format == QuantFormat.QDQ and applied(config, "prepare_qdq_config"):
             from onnxruntime.quantization import get_qdq_config, quantize
 
             keys = ("ActivationSymmetric", "WeightSymmetric")

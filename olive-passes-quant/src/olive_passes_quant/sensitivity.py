@@ -40,16 +40,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from olive.exceptions import OliveError, PassConfigError, closest_match_hint
-from olive.passes import PassConfigParam
+from olive.exceptions import OliveError, PassConfigError, PassParamError, closest_match_hint
+from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config
+from olive_passes_quant._agreement import AGREEMENT_METRICS
 from olive_passes_quant._guard_config import (
-    GuardedConfigPass,
     agreement_params,
     check_common,
-    data_params,
     op_types,
     quant_params,
+    sample_params,
     sensitivity_params,
 )
 
@@ -277,13 +277,13 @@ def save_with_attributes(
     return output
 
 
-class OnnxSensitivityAnalysis(GuardedConfigPass):
+class OnnxSensitivityAnalysis(Pass):
     """Rank nodes by how much int8 quantizing them hurts output agreement; records the table, keeps the model."""
 
     @classmethod
     def _default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
         return {
-            **data_params(),
+            **sample_params(),
             "metric": PassConfigParam(
                 type_=str,
                 default_value="cosine_mean",
@@ -296,14 +296,19 @@ class OnnxSensitivityAnalysis(GuardedConfigPass):
         }
 
     @classmethod
-    def _check_values(cls, owner: str, config: Any) -> None:
-        _check(owner, config)
+    def _check_config(cls, config: BasePassConfig, accelerator_spec: AcceleratorSpec) -> None:
+        check_common(config)
+        if config.metric not in AGREEMENT_METRICS:
+            raise PassParamError(
+                f"metric '{config.metric}' is unknown{closest_match_hint(str(config.metric), AGREEMENT_METRICS)}; "
+                f"use {', '.join(AGREEMENT_METRICS)}",
+                params="metric",
+            )
 
     def _run_for_config(
         self, model: ONNXModelHandler, config: BasePassConfig, output_model_path: str
     ) -> ONNXModelHandler:
-        owner = f"pass {self.pass_name()}"
-        _check(owner, config)
+        owner = self.config_owner()
         with tempfile.TemporaryDirectory(prefix="olive-sensitivity-") as scratch:
             context = GuardContext(owner, model, config, Path(scratch))
             table = measure_sensitivity(
@@ -319,16 +324,3 @@ class OnnxSensitivityAnalysis(GuardedConfigPass):
             "%s: %d nodes ranked in %.1f s; most sensitive: %s", owner, len(table["nodes"]), table["seconds"], top
         )
         return save_with_attributes(context.proto, model, output_model_path, config, {ATTRIBUTE: table})
-
-
-def _check(owner: str, config: Any) -> None:
-    from olive_passes_quant._agreement import AGREEMENT_METRICS
-    from olive_passes_quant._guard_config import config_value
-
-    check_common(owner, config)
-    metric = config_value(config, "metric")
-    if metric is not None and metric not in AGREEMENT_METRICS:
-        raise PassConfigError(
-            f"{owner}: metric '{metric}' is unknown{closest_match_hint(str(metric), AGREEMENT_METRICS)}; "
-            f"use {', '.join(AGREEMENT_METRICS)}"
-        )

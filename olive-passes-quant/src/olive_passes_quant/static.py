@@ -23,7 +23,7 @@ class OnnxStaticQuantization(OnnxQuantization):
     def _default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
         return {
             **common_params(),
-            **data_params(required=True),
+            **data_params("Calibration data (needed)"),
             **static_params(),
             **extra_options_param(),
             **get_external_data_config(),

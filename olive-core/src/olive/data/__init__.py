@@ -1,26 +1,12 @@
 """Data for calibration and evaluation: data configs, the ``.npz`` container and user_script components.
 
-Names are loaded lazily so that validating a workflow does not import numpy.
+None of these modules imports numpy when it is imported, so validating a workflow stays light.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from olive.data.calibration import CalibrationDataReader
+from olive.data.config import DataComponentConfig, DataConfig
+from olive.data.registry import Registry
 
 __all__ = ["CalibrationDataReader", "DataComponentConfig", "DataConfig", "Registry"]
-
-_EXPORTS = {
-    "DataConfig": "olive.data.config",
-    "DataComponentConfig": "olive.data.config",
-    "CalibrationDataReader": "olive.data.calibration",
-    "Registry": "olive.data.registry",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module_name = _EXPORTS.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'olive.data' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module_name), name)

@@ -1,116 +1,20 @@
-"""Feeding a :class:`DataConfig` to onnxruntime's quantization calibration, with input checks."""
+"""Feeding data to onnxruntime's quantization calibration, from whatever form a pass is given it in."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
-from olive.exceptions import OliveError, PassConfigError
+from olive.data.config import as_data_config
+from olive.data.feeds import FeedReader, check_feeds
 
-if TYPE_CHECKING:
-    from olive.data.config import DataConfig
-    from olive.model.handler import ONNXModelHandler
+__all__ = ["CalibrationDataReader", "as_data_config", "check_feeds"]
 
 
-def as_data_config(data: Any, where: str = "data_config") -> DataConfig:
-    """Accept a :class:`DataConfig`, its JSON form, or a path to an ``.npz`` file."""
-    from olive.data.config import DataConfig
+class CalibrationDataReader(FeedReader):
+    """onnxruntime's ``CalibrationDataReader`` over a data config, checked against a model on request.
 
-    if isinstance(data, DataConfig):
-        return data
-    if isinstance(data, Mapping):
-        return DataConfig.from_json(data, json_path=where)
-    if isinstance(data, str | Path) and str(data).endswith(".npz"):
-        path = Path(data).resolve()
-        return DataConfig.from_json(
-            {"name": path.stem, "type": "NpzDataContainer", "load_dataset_config": {"data_path": str(path)}},
-            json_path=where,
-        )
-    raise PassConfigError(
-        f"{where}: expected a DataConfig, a data config object or a path to an .npz file, got {data!r}"
-        + (" (a data config name is only resolved inside a workflow)" if isinstance(data, str) else "")
-    )
-
-
-def check_feeds(
-    feeds: Mapping[str, Any],
-    io_config: Mapping[str, Any],
-    where: str,
-    model_name: str = "the model",
-    cast: bool = False,
-) -> dict[str, Any]:
-    """Check one batch against a model's inputs and return the feeds the model takes.
-
-    Raises :class:`PassConfigError` naming ``where`` for a missing input, a wrong rank, a fixed dimension
-    that differs, or a dtype onnxruntime would refuse. Arrays that are not model inputs are dropped.
-    With ``cast``, a float array feeds a float input of another width (and an int array an int input), so
-    one dataset serves a model and, say, its float16 conversion.
-    """
-    import numpy as np
-
-    from olive.data.components import bind_inputs
-
-    names = list(io_config["input_names"])
-    feeds = bind_inputs(feeds, names)
-    missing = [n for n in names if n not in feeds]
-    extra = [k for k in feeds if k not in names]
-    if missing:
-        hints = "".join(f"; is '{match}' meant to be '{m}'?" for m in missing if (match := _closest(m, extra)))
-        raise PassConfigError(
-            f"{where} does not provide input(s) {', '.join(repr(m) for m in missing)} of {model_name} "
-            f"(the data has {', '.join(repr(k) for k in feeds) or 'nothing'}; the model takes "
-            f"{', '.join(repr(n) for n in names)}){hints}; key the arrays by the model's input names"
-        )
-    result = {}
-    for name, shape, dtype in zip(names, io_config["input_shapes"], io_config["input_types"], strict=True):
-        value = np.asarray(feeds[name])
-        if len(shape) != value.ndim:
-            raise PassConfigError(
-                f"{where}: input '{name}' has shape {list(value.shape)} (rank {value.ndim}) but {model_name} expects "
-                f"rank {len(shape)} ({shape}); the first axis is the batch"
-            )
-        for axis, (want, got) in enumerate(zip(shape, value.shape, strict=True)):
-            if isinstance(want, int) and want > 0 and want != got:
-                raise PassConfigError(
-                    f"{where}: input '{name}' has size {got} on axis {axis} but {model_name} fixes it to {want} "
-                    f"(model shape {shape}, data shape {list(value.shape)})"
-                )
-        if np.dtype(dtype) != value.dtype and cast and _same_kind(value.dtype, np.dtype(dtype)):
-            value = value.astype(dtype)
-        if np.dtype(dtype) != value.dtype:
-            raise PassConfigError(
-                f"{where}: input '{name}' is {value.dtype} but {model_name} takes {dtype}; "
-                f"save the array as {dtype} (e.g. array.astype('{dtype}'))"
-            )
-        result[name] = value
-    return result
-
-
-def _same_kind(a: Any, b: Any) -> bool:
-    import numpy as np
-
-    return any(np.issubdtype(a, kind) and np.issubdtype(b, kind) for kind in (np.floating, np.integer))
-
-
-def _closest(name: str, candidates: list[str]) -> str | None:
-    import difflib
-
-    found = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
-    return found[0] if found else None
-
-
-def _base_reader() -> type:
-    # onnxruntime is imported only when a reader is made, and readers are real subclasses of its interface.
-    from onnxruntime.quantization import CalibrationDataReader as OrtCalibrationDataReader
-
-    return OrtCalibrationDataReader
-
-
-class CalibrationDataReader:
-    """onnxruntime's ``CalibrationDataReader`` over a data config.
-
-    :param data_config: a :class:`DataConfig`, its JSON form, or a path to an ``.npz`` file.
+    :param data_config: a :class:`~olive.data.config.DataConfig`, its JSON form, or a path to an ``.npz`` file.
     :param input_names: keep only these inputs in each batch (default: every array of the data, or the
         model's inputs once :meth:`check_against` has run).
     :param max_samples: stop after this many samples (rows), cutting the last batch.
@@ -119,86 +23,5 @@ class CalibrationDataReader:
     imported when the first reader is made.
     """
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> CalibrationDataReader:
-        if cls is CalibrationDataReader:
-            cls = _real_reader_class()
-        return object.__new__(cls)
-
     def __init__(self, data_config: Any, input_names: Sequence[str] | None = None, max_samples: int | None = None):
-        self.data_config = as_data_config(data_config)
-        self.input_names = list(input_names) if input_names is not None else None
-        self.max_samples = max_samples
-        self._io_config: dict[str, Any] | None = None
-        self._model_name = "the model"
-        self._iterator: Iterator[dict[str, Any]] | None = None
-
-    def check_against(self, model: ONNXModelHandler) -> CalibrationDataReader:
-        """Check the first batch against ``model``'s inputs (names, ranks, fixed dims, dtypes).
-
-        Raises :class:`PassConfigError` naming the data config; afterwards batches carry only the model's
-        inputs. Returns ``self``.
-        """
-        self._io_config = model.get_io_config()
-        self._model_name = f"model '{Path(model.model_path).name}'"
-        first = next(iter(self.data_config.create_dataloader()), None)
-        if first is None:
-            raise PassConfigError(f"{self.data_config.where} yields no data; calibration needs at least one sample")
-        check_feeds(self._select(first[0]), self._io_config, self.data_config.where, self._model_name)
-        self.rewind()
-        return self
-
-    def _select(self, feeds: dict[str, Any]) -> dict[str, Any]:
-        if self.input_names is None:
-            return feeds
-        missing = [n for n in self.input_names if n not in feeds]
-        if missing:
-            raise PassConfigError(
-                f"{self.data_config.where} has no array(s) {', '.join(repr(m) for m in missing)} "
-                f"(it has {', '.join(repr(k) for k in feeds)}); fix input_names or the data"
-            )
-        return {n: feeds[n] for n in self.input_names}
-
-    def _batches(self) -> Iterator[dict[str, Any]]:
-        seen = 0
-        for inputs, _ in self.data_config.create_dataloader():
-            feeds = self._select(inputs)
-            if self._io_config is not None:
-                feeds = check_feeds(feeds, self._io_config, self.data_config.where, self._model_name)
-            if self.max_samples is not None:
-                left = self.max_samples - seen
-                if left <= 0:
-                    return
-                feeds = {k: v[:left] for k, v in feeds.items()}
-            seen += len(next(iter(feeds.values()))) if feeds else 0
-            yield feeds
-
-    def get_next(self) -> dict[str, Any] | None:
-        if self._iterator is None:
-            self._iterator = self._batches()
-        try:
-            return next(self._iterator)
-        except StopIteration:
-            return None
-        except OliveError:
-            raise
-
-    def rewind(self) -> None:
-        self._iterator = None
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        return self._batches()
-
-
-_REAL: list[type] = []
-
-
-def _real_reader_class() -> type:
-    if not _REAL:
-        base = _base_reader()
-        import types
-
-        def body(ns: dict[str, Any]) -> None:
-            ns.update({"__module__": __name__, "__doc__": CalibrationDataReader.__doc__})
-
-        _REAL.append(types.new_class("CalibrationDataReader", (CalibrationDataReader, base), exec_body=body))
-    return _REAL[0]
+        super().__init__(as_data_config(data_config), input_names, max_samples)

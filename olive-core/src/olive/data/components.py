@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from olive.data.npz import NpzDataset
+
 # Positional inputs (a bare array, or a list of arrays) are keyed "#0", "#1"... until bound to the model's
 # input names by :func:`bind_inputs`.
 POSITIONAL_PREFIX = "#"
@@ -117,9 +119,9 @@ def dummy_dataset(
     return DummyDataset(input_shapes, input_names, input_types, max_samples, seed)
 
 
-def npz_dataset(data_path: str | None = None, data_dir: str | None = None, max_samples: int | None = None) -> Any:
-    from olive.data.npz import NpzDataset
-
+def npz_dataset(
+    data_path: str | None = None, data_dir: str | None = None, max_samples: int | None = None
+) -> NpzDataset:
     path = data_path or data_dir
     if not path:
         raise ValueError("NpzDataContainer needs load_dataset_config.data_path: the .npz file")

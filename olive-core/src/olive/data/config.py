@@ -16,14 +16,22 @@ registered with :class:`olive.data.registry.Registry`, then among the built-ins.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import json
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from olive.exceptions import OliveError, WorkflowConfigError, closest_match_hint
+from olive.config_errors import check_keys, choice, config_error, expect, user_path, whole_number
+from olive.data.components import BUILTINS, normalize_batch
+from olive.data.feeds import FeedReader
+from olive.data.registry import Registry
+from olive.data.user_script import get_user_function, load_user_script
+from olive.exceptions import OliveError, PassConfigError, WorkflowConfigError, closest_match_hint
+from olive.paths import resolve_user_path
 
 COMPONENT_FIELDS = {
     "load_dataset_config": "load_dataset",
@@ -53,8 +61,9 @@ _UNSUPPORTED_CONTAINERS = {
     "TransformersTokenDummyDataContainer",
 }
 
-# Params holding paths, made absolute against the workflow file's folder.
+# Params holding paths, resolved like every path in a workflow (olive.paths.resolve_user_path).
 _PATH_PARAMS = ("data_path", "data_dir")
+_NPZ_LOAD_KEYS = ("data_path", "data_dir", "max_samples")
 
 _TOP_KEYS = ("name", "type", "user_script", "script_dir", *COMPONENT_FIELDS)
 
@@ -72,17 +81,11 @@ class DataComponentConfig:
             return data
         if data is None:
             return cls()
-        if not isinstance(data, Mapping):
-            raise WorkflowConfigError(
-                f'{json_path}: expected an object like {{"type": "function_name", "params": {{...}}}}, '
-                f"got {type(data).__name__}"
-            )
+        expect(data, Mapping, json_path, 'an object like {"type": "function_name", "params": {...}}')
         kind = data.get("type")
-        if kind is not None and not isinstance(kind, str):
-            raise WorkflowConfigError(f"{json_path}.type: expected a function name (string), got {kind!r}")
-        params = data.get("params") or {}
-        if not isinstance(params, Mapping):
-            raise WorkflowConfigError(f"{json_path}.params: expected an object of keyword arguments, got {params!r}")
+        if kind is not None:
+            expect(kind, str, f"{json_path}.type", "a function name (a string)")
+        params = expect(data.get("params") or {}, Mapping, f"{json_path}.params", "an object of keyword arguments")
         flat = {k: v for k, v in data.items() if k not in ("type", "name", "params")}
         return cls(type=kind, params={**flat, **params})
 
@@ -128,54 +131,49 @@ class DataConfig:
         json_path: str = "data_configs[0]",
         base_dir: str | Path | None = None,
     ) -> DataConfig:
-        """Validate a data config's JSON; relative paths are resolved against ``base_dir`` (default: cwd)."""
+        """Validate a data config's JSON; relative paths start at ``base_dir`` (default: the current folder)."""
         if isinstance(data, DataConfig):
             return data
-        if not isinstance(data, Mapping):
-            raise WorkflowConfigError(f"{json_path}: expected a data config object, got {type(data).__name__}")
-        base = Path(base_dir) if base_dir is not None else Path.cwd()
-        for key in data:
-            if key not in _TOP_KEYS:
-                hint = closest_match_hint(str(key), _TOP_KEYS)
-                if key == "components":
-                    hint = " (write each component as its own key: load_dataset_config, dataloader_config, ...)"
-                raise WorkflowConfigError(
-                    f"{json_path}.{key}: unknown data config key{hint}; valid keys: {', '.join(_TOP_KEYS)}"
-                )
+        expect(data, Mapping, json_path, "a data config object")
+        if "components" in data:
+            raise config_error(
+                f"{json_path}.components",
+                f"unknown data config key; write each component as its own key: {', '.join(COMPONENT_FIELDS)}",
+            )
+        check_keys(data, _TOP_KEYS, json_path, "data config key")
         name = data.get("name")
         if not isinstance(name, str) or not name:
-            raise WorkflowConfigError(f"{json_path}.name: every data config needs a name (a non-empty string)")
+            raise config_error(f"{json_path}.name", "every data config needs a name (a non-empty string)")
         kind = data.get("type", "DataContainer")
-        if kind not in CONTAINER_DEFAULTS:
-            if kind in _UNSUPPORTED_CONTAINERS:
-                raise WorkflowConfigError(
-                    f"{json_path}.type: '{kind}' is not available in this version of Olive; save the data as an "
-                    "NpzDataContainer (.npz keyed by input name) or load it with a DataContainer and a user_script"
-                )
-            raise WorkflowConfigError(
-                f"{json_path}.type: unknown data container '{kind}'{closest_match_hint(str(kind), CONTAINER_DEFAULTS)}"
-                f"; use one of {', '.join(CONTAINER_DEFAULTS)}"
+        if kind in _UNSUPPORTED_CONTAINERS:
+            raise config_error(
+                f"{json_path}.type",
+                f"'{kind}' is not available in this version of Olive; save the data as an NpzDataContainer (.npz "
+                "keyed by input name) or load it with a DataContainer and a user_script",
             )
+        choice(kind, CONTAINER_DEFAULTS, f"{json_path}.type", "data container")
         script_dir = data.get("script_dir")
         if script_dir is not None:
-            script_dir = str(_absolute(script_dir, base))
+            script_dir = str(user_path(script_dir, f"{json_path}.script_dir", base_dir, must_exist=True, kind="folder"))
         user_script = data.get("user_script")
         if user_script is not None:
-            from olive.data.user_script import resolve_script_path
-
-            user_script = str(resolve_script_path(user_script, script_dir, base))
-            if not Path(user_script).is_file():
-                raise WorkflowConfigError(
-                    f"{json_path}.user_script: '{user_script}' does not exist; paths are relative to the workflow "
-                    "file's folder"
-                )
+            # A user script is looked for in script_dir when one is given, as Olive does.
+            user_script = str(
+                user_path(user_script, f"{json_path}.user_script", script_dir or base_dir, must_exist=True, kind="file")
+            )
         components = {}
         for field in COMPONENT_FIELDS:
-            comp = DataComponentConfig.from_json(data.get(field), f"{json_path}.{field}")
+            where = f"{json_path}.{field}"
+            comp = DataComponentConfig.from_json(data.get(field), where)
             params = dict(comp.params)
+            # The built-in .npz loader reads the file it names; a user's loader may treat a path as it likes.
+            npz_file = kind == "NpzDataContainer" and field == "load_dataset_config" and not comp.type
+            if npz_file:
+                _check_npz_params(params, where)
             for key in _PATH_PARAMS:
                 if isinstance(params.get(key), str | Path):
-                    params[key] = str(_absolute(params[key], base))
+                    resolved = user_path(params[key], f"{where}.{key}", base_dir, must_exist=npz_file, kind="file")
+                    params[key] = str(resolved)
             components[field] = DataComponentConfig(comp.type, params)
         config = cls(
             name=name, type=kind, user_script=user_script, script_dir=script_dir, **components, json_path=json_path
@@ -186,41 +184,21 @@ class DataConfig:
     def _check_static(self, json_path: str) -> None:
         load = self.load_dataset_config
         if self.type == "DataContainer" and not load.type:
-            raise WorkflowConfigError(
-                f'{json_path}.load_dataset_config: a DataContainer needs a load_dataset_config with "type": '
-                "the name of a function in user_script that returns the dataset (or use NpzDataContainer)"
+            raise config_error(
+                f"{json_path}.load_dataset_config",
+                'a DataContainer needs a load_dataset_config with "type": the name of a function in user_script that '
+                "returns the dataset (or use NpzDataContainer)",
             )
         for field in COMPONENT_FIELDS:
             comp = getattr(self, field)
-            if comp.type and not self.user_script and not _known_builtin(COMPONENT_FIELDS[field], comp.type):
-                raise WorkflowConfigError(
-                    f"{json_path}.{field}.type: '{comp.type}' is not a built-in component; set user_script to the "
-                    "file that defines it"
+            if comp.type and not self.user_script and comp.type not in BUILTINS[COMPONENT_FIELDS[field]]:
+                raise config_error(
+                    f"{json_path}.{field}.type",
+                    f"'{comp.type}' is not a built-in component; set user_script to the file that defines it",
                 )
         loader = self.dataloader_config
         if (loader.type or COMMON_DEFAULTS["dataloader"]) == "default_dataloader" and "batch_size" in loader.params:
-            size = loader.params["batch_size"]
-            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-                raise WorkflowConfigError(
-                    f"{json_path}.dataloader_config.batch_size: expected a whole number of 1 or more, got {size!r}"
-                )
-        if self.type == "NpzDataContainer" and not load.type:
-            path = load.params.get("data_path") or load.params.get("data_dir")
-            if not path:
-                raise WorkflowConfigError(
-                    f"{json_path}.load_dataset_config.data_path: an NpzDataContainer needs the .npz file's path"
-                )
-            if not Path(path).is_file():
-                raise WorkflowConfigError(
-                    f"{json_path}.load_dataset_config.data_path: '{path}' does not exist; paths are relative to the "
-                    "workflow file's folder"
-                )
-            unknown = [k for k in load.params if k not in ("data_path", "data_dir", "max_samples")]
-            if unknown:
-                raise WorkflowConfigError(
-                    f"{json_path}.load_dataset_config.{unknown[0]}: unknown key for NpzDataContainer"
-                    f"{closest_match_hint(unknown[0], ['data_path', 'max_samples'])}; valid: data_path, max_samples"
-                )
+            whole_number(loader.params["batch_size"], f"{json_path}.dataloader_config.batch_size", minimum=1)
 
     def check_user_script(self) -> None:
         """Import the user script and check every component it names exists (a clear error if not)."""
@@ -245,9 +223,6 @@ class DataConfig:
 
         Paths alone would let an edited ``.npz`` reuse stale cached results; this changes with the content.
         """
-        import hashlib
-        import json
-
         digest = hashlib.sha256(json.dumps(self.to_json(), sort_keys=True, default=str).encode())
         files = [self.user_script] if self.user_script else []
         for field in COMPONENT_FIELDS:
@@ -273,32 +248,26 @@ class DataConfig:
 
     def get_component(self, kind: str) -> tuple[Callable[..., Any], dict[str, Any]]:
         """The function and params of component ``kind`` (``load_dataset``, ``pre_process_data``, ...)."""
-        from olive.data.components import BUILTINS
-        from olive.data.registry import Registry
-
         field = next(f for f, k in COMPONENT_FIELDS.items() if k == kind)
         comp: DataComponentConfig = getattr(self, field)
         name = comp.type or CONTAINER_DEFAULTS[self.type].get(kind, COMMON_DEFAULTS.get(kind))
         if name is None:
-            raise WorkflowConfigError(f"{self.where}: {field}.type is missing; name a function in user_script")
+            raise WorkflowConfigError(f"{field}.type is missing; name a function in user_script", owner=self.where)
         func = None
         if self.user_script and comp.type:
-            from olive.data.user_script import load_user_script
-
             module = load_user_script(self.user_script, self.script_dir, where=f"{self.where}.user_script")
             func = getattr(module, name, None)
             if func is None:
                 func = Registry.get(kind, name)
             if func is None and name not in BUILTINS[kind]:
-                from olive.data.user_script import get_user_function
-
                 get_user_function(module, name, f"{self.where}: {field}.type")
         if func is None:
             func = Registry.get(kind, name) or BUILTINS[kind].get(name)
         if func is None:
             raise WorkflowConfigError(
-                f"{self.where}: {field}.type '{name}' is neither in user_script nor built in"
-                f"{closest_match_hint(name, BUILTINS[kind])}"
+                f"{field}.type '{name}' is neither in user_script nor built in"
+                f"{closest_match_hint(name, BUILTINS[kind])}",
+                owner=self.where,
             )
         return func, dict(comp.params)
 
@@ -330,11 +299,12 @@ class DataConfig:
         try:
             return func(*args, **params)
         except OliveError as exc:
-            raise type(exc)(f"{self.where}: {exc}") from exc
+            raise type(exc)(str(exc), owner=self.where) from exc
         except Exception as exc:
             raise OliveError(
-                f"{self.where}: {field} function '{getattr(func, '__name__', func)}' failed "
-                f"({type(exc).__name__}: {exc}); check its params in the data config"
+                f"{field} function '{getattr(func, '__name__', func)}' failed ({type(exc).__name__}: {exc}); check "
+                "its params in the data config",
+                owner=self.where,
             ) from exc
 
 
@@ -350,11 +320,9 @@ class DataContainer:
     def create_dataloader(self, batch_size: int | None = None, **kwargs: Any) -> DataLoader:
         return self.config.create_dataloader(batch_size)
 
-    def create_calibration_dataloader(self, max_samples: int | None = None, **kwargs: Any) -> Any:
+    def create_calibration_dataloader(self, max_samples: int | None = None, **kwargs: Any) -> FeedReader:
         """An ``onnxruntime.quantization.CalibrationDataReader`` over the data."""
-        from olive.data.calibration import CalibrationDataReader
-
-        return CalibrationDataReader(self.config, max_samples=max_samples)
+        return FeedReader(self.config, max_samples=max_samples)
 
 
 class DataLoader:
@@ -365,8 +333,6 @@ class DataLoader:
         self.batch_size = batch_size
 
     def __iter__(self) -> Iterator[tuple[dict[str, Any], Any]]:
-        from olive.data.components import normalize_batch
-
         dataset = self.config.load_dataset()
         func, params = self.config.get_component("dataloader")
         if self.batch_size is not None:
@@ -379,13 +345,35 @@ class DataLoader:
             raise
         except Exception as exc:
             raise OliveError(
-                f"{self.config.where}: reading a batch failed ({type(exc).__name__}: {exc}); check the dataloader"
+                f"reading a batch failed ({type(exc).__name__}: {exc}); check the dataloader", owner=self.config.where
             ) from exc
 
 
-def _absolute(value: str | Path, base: Path) -> Path:
-    path = Path(value).expanduser()
-    return path if path.is_absolute() else (base / path).resolve()
+def _check_npz_params(params: Mapping[str, Any], where: str) -> None:
+    check_keys(params, _NPZ_LOAD_KEYS, where, "key for NpzDataContainer")
+    if not (params.get("data_path") or params.get("data_dir")):
+        raise config_error(f"{where}.data_path", "an NpzDataContainer needs the .npz file's path")
+    if params.get("max_samples") is not None:
+        whole_number(params["max_samples"], f"{where}.max_samples", minimum=0)
+
+
+def as_data_config(data: Any, where: str = "data_config") -> DataConfig:
+    """A :class:`DataConfig` from a DataConfig, its JSON form, or a path to an ``.npz`` file (a pass's param)."""
+    if isinstance(data, DataConfig):
+        return data
+    if isinstance(data, Mapping):
+        return DataConfig.from_json(data, json_path=where)
+    if isinstance(data, str | Path) and str(data).endswith(".npz"):
+        path = resolve_user_path(data)
+        return DataConfig.from_json(
+            {"name": path.stem, "type": "NpzDataContainer", "load_dataset_config": {"data_path": str(path)}},
+            json_path=where,
+        )
+    raise PassConfigError(
+        f"expected a DataConfig, a data config object or a path to an .npz file, got {data!r}"
+        + (" (a data config name is only resolved inside a workflow)" if isinstance(data, str) else ""),
+        owner=where,
+    )
 
 
 def _accepts(func: Callable[..., Any], name: str) -> bool:
@@ -394,9 +382,3 @@ def _accepts(func: Callable[..., Any], name: str) -> bool:
     except (TypeError, ValueError):
         return False
     return name in params
-
-
-def _known_builtin(kind: str, name: str) -> bool:
-    from olive.data.components import BUILTINS
-
-    return name in BUILTINS[kind]

@@ -16,19 +16,6 @@ from olive.exceptions import WorkflowConfigError, closest_match_hint
 _LOADED: dict[tuple[str, int, int], ModuleType] = {}
 
 
-def resolve_script_path(
-    user_script: str | Path, script_dir: str | Path | None = None, base_dir: Path | None = None
-) -> Path:
-    """Absolute path of ``user_script``: relative to ``script_dir`` when given, else to ``base_dir``."""
-    path = Path(user_script)
-    if not path.is_absolute():
-        root = Path(script_dir) if script_dir else (base_dir or Path.cwd())
-        if not root.is_absolute():
-            root = (base_dir or Path.cwd()) / root
-        path = root / path
-    return path.resolve()
-
-
 def load_user_script(path: str | Path, script_dir: str | Path | None = None, where: str = "user_script") -> ModuleType:
     """Import the file at ``path`` as a module (cached while the file is unchanged).
 
@@ -38,8 +25,8 @@ def load_user_script(path: str | Path, script_dir: str | Path | None = None, whe
     path = Path(path)
     if not path.is_file():
         raise WorkflowConfigError(
-            f"{where}: user script '{path}' does not exist; fix the path (relative paths are "
-            "resolved against the workflow file's folder)"
+            f"user script '{path}' does not exist; fix the path (relative paths start at the workflow file's folder)",
+            owner=where,
         )
     stat = path.stat()
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
@@ -50,7 +37,7 @@ def load_user_script(path: str | Path, script_dir: str | Path | None = None, whe
     module_name = f"olive_user_script_{path.stem}_{digest}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
-        raise WorkflowConfigError(f"{where}: '{path}' cannot be imported as a Python module; use a .py file")
+        raise WorkflowConfigError(f"'{path}' cannot be imported as a Python module; use a .py file", owner=where)
     module = importlib.util.module_from_spec(spec)
     search_dir = str(Path(script_dir).resolve() if script_dir else path.parent.resolve())
     added = search_dir not in sys.path
@@ -62,7 +49,7 @@ def load_user_script(path: str | Path, script_dir: str | Path | None = None, whe
     except Exception as exc:
         sys.modules.pop(module_name, None)
         raise WorkflowConfigError(
-            f"{where}: importing user script '{path}' failed ({type(exc).__name__}: {exc}); fix the script"
+            f"importing user script '{path}' failed ({type(exc).__name__}: {exc}); fix the script", owner=where
         ) from exc
     finally:
         if added and search_dir in sys.path:
@@ -77,9 +64,10 @@ def get_user_function(module: ModuleType, name: str, where: str) -> Callable[...
     if func is None:
         candidates = [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")]
         raise WorkflowConfigError(
-            f"{where}: function '{name}' is not defined in user script '{module.__file__}'"
-            f"{closest_match_hint(name, candidates)}; define it there or fix the name"
+            f"function '{name}' is not defined in user script '{module.__file__}'"
+            f"{closest_match_hint(name, candidates)}; define it there or fix the name",
+            owner=where,
         )
     if not callable(func):
-        raise WorkflowConfigError(f"{where}: '{name}' in user script '{module.__file__}' is not a function")
+        raise WorkflowConfigError(f"'{name}' in user script '{module.__file__}' is not a function", owner=where)
     return func

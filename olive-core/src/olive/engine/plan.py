@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from olive.config_errors import config_error
 from olive.exceptions import (
     AmbiguousPassError,
     OliveError,
@@ -18,6 +19,7 @@ from olive.exceptions import (
     UnknownPassError,
     WorkflowConfigError,
 )
+from olive.paths import resolve_user_path
 
 if TYPE_CHECKING:
     from olive.hardware.accelerator import AcceleratorSpec
@@ -125,17 +127,16 @@ def _preprocess(
         if param is None or not isinstance(value, str) or value in _SPECIAL_STRINGS:
             continue
         if param.category in (ParamCategory.PATH, ParamCategory.DATA):
-            path = Path(value).expanduser()
-            params[name] = str(path if path.is_absolute() else (base_dir / path).resolve())
+            params[name] = str(resolve_user_path(value, base_dir))
         elif param.category == ParamCategory.OBJECT and user_script is not None:
             if module is None:
                 from olive.data.user_script import load_user_script
 
                 module = load_user_script(user_script, spec.script_dir, f"{spec.json_path}.user_script")
             if not hasattr(module, value):
-                raise WorkflowConfigError(
-                    f"{spec.params_path}.{name}: '{value}' is not defined in user_script '{user_script}'; "
-                    "define it there or fix the name"
+                raise config_error(
+                    f"{spec.params_path}.{name}",
+                    f"'{value}' is not defined in user_script '{user_script}'; define it there or fix the name",
                 )
             params[name] = getattr(module, value)
     return params
@@ -160,9 +161,7 @@ def resolve_plan(workflow: WorkflowConfig, accelerator: AcceleratorSpec) -> list
                 if space.size() == 0:
                     raise PassConfigError(_empty_space_message(search), owner=f"pass '{key}' ({spec.type})")
             except PassConfigError as exc:
-                # TODO(config toolkit): passes' own _check_config still put the owner in the message text.
-                message = exc.reason if exc.owner else str(exc).removeprefix(f"pass '{key}' ({spec.type}): ")
-                problems.append(PassConfigError(message, owner=f"{spec.json_path} ({spec.type})"))
+                problems.append(PassConfigError(exc.reason, owner=f"{spec.json_path} ({spec.type})"))
                 continue
             except OliveError as exc:
                 problems.append(exc)

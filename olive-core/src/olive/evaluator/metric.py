@@ -13,16 +13,17 @@ plugin registers through the ``olive_register_metrics`` hook.
 from __future__ import annotations
 
 import logging
-import numbers
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 import attrs
 
+from olive.config_errors import check_keys, choice, config_error, expect, number, whole_number
+from olive.data.config import DataConfig
+from olive.evaluator.result import joint_key
 from olive.exceptions import WorkflowConfigError, closest_match_hint
-
-if TYPE_CHECKING:
-    from olive.data.config import DataConfig
+from olive.plugins.manager import get_plugin_manager, get_plugin_metrics
 
 logger = logging.getLogger(__name__)
 
@@ -149,8 +150,6 @@ class Metric:
     json_path: str = attrs.field(default="metric", eq=False, repr=False)
 
     def keys(self) -> list[str]:
-        from olive.evaluator.result import joint_key
-
         return [joint_key(self.name, sub.name) for sub in self.sub_types]
 
     @property
@@ -166,10 +165,6 @@ def plugin_metrics() -> dict[str, Callable[..., Any]]:
 
     The hook fires once per plugin manager; a plugin may not take a built-in metric type's name.
     """
-    try:
-        from olive.plugins.manager import get_plugin_manager, get_plugin_metrics
-    except ImportError:
-        return {}
     manager = get_plugin_manager()
     cached = _PLUGIN_METRICS.get(id(manager))
     if cached is not None and cached[0] is manager:
@@ -186,56 +181,24 @@ def plugin_metrics() -> dict[str, Callable[..., Any]]:
     return found
 
 
-def _fail(path: str, message: str) -> WorkflowConfigError:
-    return WorkflowConfigError(f"{path}: {message}")
-
-
-def _check_keys(data: Mapping[str, Any], allowed: Iterable[str], path: str, what: str) -> None:
-    allowed = tuple(allowed)
-    for key in data:
-        if key not in allowed:
-            raise _fail(
-                f"{path}.{key}",
-                f"unknown {what} key{closest_match_hint(str(key), allowed)}; valid keys: {', '.join(allowed)}",
-            )
-
-
-def _int(value: Any, path: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise _fail(path, f"expected an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _number(value: Any, path: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise _fail(path, f"expected a number, got {value!r}")
-    return float(value)
-
-
 def parse_goal(data: Any, path: str, higher_is_better: bool) -> MetricGoal:
-    if not isinstance(data, Mapping):
-        raise _fail(path, f'expected {{"type": ..., "value": ...}}, got {data!r}')
-    _check_keys(data, ("type", "value"), path, "goal")
+    expect(data, Mapping, path, '{"type": ..., "value": ...}')
+    check_keys(data, ("type", "value"), path, "goal key")
     kind = data.get("type")
     if kind is None:
-        raise _fail(f"{path}.type", f"missing; use one of {', '.join(GOAL_TYPES)}")
-    if kind not in GOAL_TYPES:
-        raise _fail(
-            f"{path}.type",
-            f"unknown goal type {kind!r}{closest_match_hint(str(kind), GOAL_TYPES)}; "
-            f"use one of {', '.join(GOAL_TYPES)}",
-        )
+        raise config_error(f"{path}.type", f"missing; use one of {', '.join(GOAL_TYPES)}")
+    choice(kind, GOAL_TYPES, f"{path}.type", "goal type")
     if "value" not in data:
-        raise _fail(f"{path}.value", "missing; a goal needs a number")
-    value = _number(data["value"], f"{path}.value")
+        raise config_error(f"{path}.value", "missing; a goal needs a number")
+    value = number(data["value"], f"{path}.value")
     if kind != "threshold" and value < 0:
-        raise _fail(f"{path}.value", f"must be >= 0 for a {kind} goal, got {value}")
+        raise config_error(f"{path}.value", f"must be >= 0 for a {kind} goal, got {value}")
     # A percentage that would ask for a value below zero can never be met.
     shrinking = (kind == "percent-min-improvement" and not higher_is_better) or (
         kind == "percent-max-degradation" and higher_is_better
     )
     if shrinking and value >= 100:
-        raise _fail(
+        raise config_error(
             f"{path}.value",
             f"must be below 100 for a {kind} goal on a "
             f"{'higher' if higher_is_better else 'lower'}-is-better metric, got {value}",
@@ -247,7 +210,7 @@ def parse_metric(
     data: Mapping[str, Any],
     json_path: str = "metrics[0]",
     data_config_names: Iterable[str] | None = None,
-    base_dir: Any = None,
+    base_dir: str | Path | None = None,
 ) -> Metric:
     """Validate one metric's JSON; every error names its JSON path and the fix.
 
@@ -255,37 +218,32 @@ def parse_metric(
     :param base_dir: folder for relative paths of an inline data config.
     """
     path = json_path
-    if not isinstance(data, Mapping):
-        raise _fail(path, f"expected a metric object, got {type(data).__name__}")
+    expect(data, Mapping, path, "a metric object")
     if "type" not in data or data["type"] in (None, ""):
-        raise _fail(
+        raise config_error(
             f"{path}.type",
             f"every metric needs a type; use one of {', '.join(BUILTIN_TYPES)} (or a metric type a plugin registers)",
         )
-    kind = data["type"]
-    if not isinstance(kind, str):
-        raise _fail(f"{path}.type", f"expected a string, got {kind!r}")
+    kind = expect(data["type"], str, f"{path}.type", "a metric type string")
     plugin_evaluate = None
     if kind not in BUILTIN_TYPES:
         registered = plugin_metrics()
         plugin_evaluate = registered.get(kind)
         if plugin_evaluate is None:
             known = (*BUILTIN_TYPES, *registered)
-            raise _fail(
+            raise config_error(
                 f"{path}.type",
                 f"unknown metric type {kind!r}{closest_match_hint(kind, known)}; "
                 f"use one of {', '.join(known)} or install the plugin that provides it",
             )
-    _check_keys(data, _TOP_KEYS, path, "metric")
+    check_keys(data, _TOP_KEYS, path, "metric key")
     name = data.get("name")
     if not isinstance(name, str) or not name:
-        raise _fail(f"{path}.name", "every metric needs a name (a non-empty string), e.g. the type")
+        raise config_error(f"{path}.name", "every metric needs a name (a non-empty string), e.g. the type")
 
-    user_config = data.get("user_config") or {}
-    if not isinstance(user_config, Mapping):
-        raise _fail(f"{path}.user_config", f"expected an object, got {user_config!r}")
+    user_config = expect(data.get("user_config") or {}, Mapping, f"{path}.user_config", "an object")
     if plugin_evaluate is None:
-        _check_keys(user_config, _USER_CONFIG_KEYS, f"{path}.user_config", "user_config")
+        check_keys(user_config, _USER_CONFIG_KEYS, f"{path}.user_config", "user_config key")
 
     # Older files give one sub type at the top level.
     raw_subs = data.get("sub_types")
@@ -298,19 +256,20 @@ def parse_metric(
     else:
         for key in ("sub_type", "higher_is_better", "goal", "priority", "metric_config"):
             if key in data:
-                raise _fail(
+                raise config_error(
                     f"{path}.{key}", f'belongs inside sub_types (e.g. "sub_types": [{{"name": "avg", "{key}": ...}}])'
                 )
         sub_path_of = lambda i: f"{path}.sub_types[{i}]"  # noqa: E731
     if raw_subs is None:
         if kind not in DEFAULT_SUB_TYPE:
-            raise _fail(
+            raise config_error(
                 f"{path}.sub_types",
                 'missing; a custom or plugin metric needs e.g. [{"name": "score", "higher_is_better": true}]',
             )
         raw_subs = [{"name": DEFAULT_SUB_TYPE[kind]}]
-    if not isinstance(raw_subs, list) or not raw_subs:
-        raise _fail(f"{path}.sub_types", f"expected a non-empty list of sub types, got {raw_subs!r}")
+    expect(raw_subs, list, f"{path}.sub_types", "a list of sub types")
+    if not raw_subs:
+        raise config_error(f"{path}.sub_types", 'empty; give at least one sub type, e.g. [{"name": "avg"}]')
 
     plugin_directions = getattr(plugin_evaluate, "higher_is_better", None)
     sub_types: list[SubMetric] = []
@@ -318,26 +277,20 @@ def parse_metric(
         sub_path = sub_path_of(index)
         if isinstance(raw, str):
             raw = {"name": raw}
-        if not isinstance(raw, Mapping):
-            raise _fail(sub_path, f'expected {{"name": ...}}, got {raw!r}')
-        _check_keys(raw, _SUB_KEYS, sub_path, "sub type")
+        expect(raw, Mapping, sub_path, '{"name": ...}')
+        check_keys(raw, _SUB_KEYS, sub_path, "sub type key")
         sub_name = raw.get("name")
         if not isinstance(sub_name, str) or not sub_name:
-            raise _fail(f"{sub_path}.name", "every sub type needs a name")
+            raise config_error(f"{sub_path}.name", "every sub type needs a name")
         given = raw.get("higher_is_better")
-        if given is not None and not isinstance(given, bool):
-            raise _fail(f"{sub_path}.higher_is_better", f"expected true or false, got {given!r}")
+        if given is not None:
+            expect(given, bool, f"{sub_path}.higher_is_better", "true or false")
         if kind in BUILTIN_SUB_TYPES:
             allowed = BUILTIN_SUB_TYPES[kind]
-            if sub_name not in allowed:
-                raise _fail(
-                    f"{sub_path}.name",
-                    f"unknown {kind} sub type {sub_name!r}"
-                    f"{closest_match_hint(sub_name, allowed)}; use one of {', '.join(allowed)}",
-                )
+            choice(sub_name, allowed, f"{sub_path}.name", f"{kind} sub type")
             higher = allowed[sub_name]
             if given is not None and given != higher:
-                raise _fail(
+                raise config_error(
                     f"{sub_path}.higher_is_better",
                     f"{kind} {sub_name} is {'higher' if higher else 'lower'}-is-better; remove higher_is_better",
                 )
@@ -348,29 +301,20 @@ def parse_metric(
         elif isinstance(plugin_directions, Mapping) and sub_name in plugin_directions:
             higher = bool(plugin_directions[sub_name])
         else:
-            raise _fail(
+            raise config_error(
                 f"{sub_path}.higher_is_better",
                 f"required for a {kind} metric: true if larger '{sub_name}' values are better, false otherwise",
             )
-        priority = raw.get("priority", -1)
-        if isinstance(priority, bool) or not isinstance(priority, numbers.Integral):
-            raise _fail(f"{sub_path}.priority", f"expected an integer (1 = most important), got {priority!r}")
+        priority = whole_number(raw.get("priority", -1), f"{sub_path}.priority")
         goal = parse_goal(raw["goal"], f"{sub_path}.goal", higher) if raw.get("goal") is not None else None
-        metric_config = raw.get("metric_config") or {}
-        if not isinstance(metric_config, Mapping):
-            raise _fail(f"{sub_path}.metric_config", f"expected an object, got {metric_config!r}")
+        metric_config = expect(raw.get("metric_config") or {}, Mapping, f"{sub_path}.metric_config", "an object")
         if kind == "accuracy":
-            _check_keys(metric_config, _ACCURACY_METRIC_CONFIG, f"{sub_path}.metric_config", "metric_config")
-            average = metric_config.get("average")
-            if average is not None and average not in _AVERAGES:
-                raise _fail(
-                    f"{sub_path}.metric_config.average",
-                    f"unknown average {average!r}"
-                    f"{closest_match_hint(str(average), _AVERAGES)}; use one of {', '.join(_AVERAGES)}",
-                )
+            check_keys(metric_config, _ACCURACY_METRIC_CONFIG, f"{sub_path}.metric_config", "metric_config key")
+            if metric_config.get("average") is not None:
+                choice(metric_config["average"], _AVERAGES, f"{sub_path}.metric_config.average", "average")
         if any(s.name == sub_name for s in sub_types):
-            raise _fail(f"{sub_path}.name", f"sub type '{sub_name}' appears twice in metric '{name}'")
-        sub_types.append(SubMetric(sub_name, int(priority), higher, goal, dict(metric_config)))
+            raise config_error(f"{sub_path}.name", f"sub type '{sub_name}' appears twice in metric '{name}'")
+        sub_types.append(SubMetric(sub_name, priority, higher, goal, dict(metric_config)))
 
     # Options: top level wins over user_config, which wins over the first sub type's metric_config.
     options: dict[str, Any] = {}
@@ -385,63 +329,49 @@ def parse_metric(
                 break
     kwargs: dict[str, Any] = {}
     if "warmup_num" in options:
-        kwargs["warmup_num"] = _int(*options["warmup_num"], minimum=0)
+        kwargs["warmup_num"] = whole_number(*options["warmup_num"], minimum=0)
     if "repeat_test_num" in options:
-        kwargs["repeat_test_num"] = _int(*options["repeat_test_num"], minimum=1)
+        kwargs["repeat_test_num"] = whole_number(*options["repeat_test_num"], minimum=1)
     if "sleep_num" in options:
-        value, where = options["sleep_num"]
-        kwargs["sleep_num"] = _number(value, where)
-        if kwargs["sleep_num"] < 0:
-            raise _fail(where, "must be >= 0 (seconds to sleep between runs)")
+        kwargs["sleep_num"] = number(*options["sleep_num"], minimum=0)
     for key in ("output_name", "mask_input"):
         if key in options:
             value, where = options[key]
-            if not isinstance(value, str):
-                raise _fail(where, f"expected the name of a model {key.split('_')[0]} (a string), got {value!r}")
-            kwargs[key] = value
+            kwargs[key] = expect(value, str, where, f"the name of a model {key.split('_')[0]} (a string)")
     if "pooling" in options:
         value, where = options["pooling"]
-        if value is not None and value not in _POOLINGS:
-            raise _fail(
-                where,
-                f"unknown pooling {value!r}{closest_match_hint(str(value), _POOLINGS)}; "
-                f"use one of {', '.join(_POOLINGS)}",
-            )
+        if value is not None:
+            choice(value, _POOLINGS, where, "pooling")
         kwargs["pooling"] = None if value == "none" else value
     if "trim_padding" in options:
         value, where = options["trim_padding"]
-        if not isinstance(value, bool):
-            raise _fail(where, f"expected true or false, got {value!r}")
+        kwargs["trim_padding"] = expect(value, bool, where, "true or false")
         if value and kind != "agreement":
-            raise _fail(where, f"trim_padding applies to agreement metrics only, not '{kind}'; remove it")
-        kwargs["trim_padding"] = value
+            raise config_error(where, f"trim_padding applies to agreement metrics only, not '{kind}'; remove it")
 
     data_config = data.get("data_config")
     inline = None
     if isinstance(data_config, Mapping):
-        from olive.data.config import DataConfig
-
         inline = DataConfig.from_json(data_config, json_path=f"{path}.data_config", base_dir=base_dir)
         data_config = inline.name
     elif data_config is not None:
-        if not isinstance(data_config, str):
-            raise _fail(f"{path}.data_config", f"expected the name of a data config, got {data_config!r}")
+        expect(data_config, str, f"{path}.data_config", "the name of a data config (or a data config object)")
         if data_config_names is not None and data_config not in set(data_config_names):
             names = sorted(set(data_config_names))
-            raise _fail(
+            raise config_error(
                 f"{path}.data_config",
                 f"no data config named '{data_config}'"
                 f"{closest_match_hint(data_config, names)}; defined: {', '.join(names) or 'none'} "
                 "(add it to data_configs)",
             )
     if kind == "accuracy" and data_config is None and "dataloader_func" not in user_config:
-        raise _fail(
+        raise config_error(
             f"{path}.data_config",
             "an accuracy metric needs labelled data; name a data config whose "
             "batches carry labels (e.g. an NpzDataContainer with a 'labels' array)",
         )
     if kind == "custom" and not (user_config.get("evaluate_func") or user_config.get("metric_func")):
-        raise _fail(
+        raise config_error(
             f"{path}.user_config.evaluate_func",
             "a custom metric needs user_config.evaluate_func (a "
             "function in user_script that returns the value) or user_config.metric_func",
@@ -463,20 +393,21 @@ def parse_metrics(
     data: Any,
     json_path: str = "evaluators.common.metrics",
     data_config_names: Iterable[str] | None = None,
-    base_dir: Any = None,
+    base_dir: str | Path | None = None,
 ) -> list[Metric]:
     """Validate an evaluator's ``metrics`` list: unique names, unique positive priorities.
 
     When no sub metric has a priority, the first one becomes the objective (priority 1), as Microsoft Olive
     does for a single metric.
     """
-    if not isinstance(data, list) or not data:
-        raise _fail(json_path, "expected a non-empty list of metrics")
+    expect(data, list, json_path, "a list of metrics")
+    if not data:
+        raise config_error(json_path, "empty; an evaluator needs at least one metric")
     metrics = [parse_metric(item, f"{json_path}[{i}]", data_config_names, base_dir) for i, item in enumerate(data)]
     seen: dict[str, int] = {}
     for index, metric in enumerate(metrics):
         if metric.name in seen:
-            raise _fail(
+            raise config_error(
                 f"{json_path}[{index}].name",
                 f"metric name '{metric.name}' is also used by "
                 f"{json_path}[{seen[metric.name]}]; give each metric its own name",
@@ -492,7 +423,7 @@ def assign_priorities(metrics: list[Metric], json_path: str = "metrics") -> list
             if sub.priority > 0:
                 key = f"{metric.name}-{sub.name}"
                 if sub.priority in ranked:
-                    raise _fail(
+                    raise config_error(
                         json_path,
                         f"priority {sub.priority} is given to both {ranked[sub.priority]} and "
                         f"{key}; priorities rank objectives and must differ",

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from olive.exceptions import PassConfigError, SearchSpaceError, closest_match_hint
+from olive.exceptions import PassConfigError, PassParamError, SearchSpaceError, closest_match_hint
+from olive.model.handler import OliveModelHandler
 from olive.passes.pass_config import (
     BasePassConfig,
     ParamCategory,
@@ -16,7 +17,8 @@ from olive.passes.pass_config import (
     PassParamDefault,
     make_config_class,
 )
-from olive.passes.type_check import TypeMismatch, coerce_value, describe_type
+from olive.passes.type_check import TypeMismatch, coerce_value, describe_type, value_choices
+from olive.paths import resolve_user_path
 from olive.search.search_parameter import (
     Categorical,
     Conditional,
@@ -28,7 +30,6 @@ from olive.search.search_parameter import (
 
 if TYPE_CHECKING:
     from olive.hardware.accelerator import AcceleratorSpec
-    from olive.model.handler import OliveModelHandler
 
 logger = logging.getLogger(__name__)
 
@@ -86,14 +87,34 @@ class Pass(ABC):
     - ``config`` in ``_run_for_config`` is read-only; ``config.name`` and ``config["name"]`` both work.
     - ``output_model_path`` is a fresh path inside the cache; ONNX passes call
       ``resolve_onnx_path(output_model_path)`` (or ``model_proto_to_olive_model``) to get ``<dir>/model.onnx``.
-    - Optional: ``validate_config(cls, config, accelerator_spec) -> bool`` (False prunes a search point),
-      ``_check_config(cls, config, owner)`` (raise :class:`~olive.exceptions.PassConfigError`, message starting
-      with ``owner``, for a combination of values no run can use: it runs when a workflow is resolved, on the
-      fixed values with searched params at their defaults, so a conflict the user wrote fails before any work,
-      and on every search point's config, where the error prunes the point),
-      ``is_accelerator_agnostic(accelerator_spec) -> bool`` (default True; False puts the accelerator in the
-      cache key), ``_initialize(self)`` (runs once before the first ``_run_for_config``), and a class
-      attribute ``_version`` that goes into cache keys (the distribution's version is used otherwise).
+    - Optional: ``is_accelerator_agnostic(accelerator_spec) -> bool`` (default True; False puts the
+      accelerator in the cache key), ``_initialize(self)`` (runs once before the first ``_run_for_config``),
+      and a class attribute ``_version`` that goes into cache keys (the distribution's version is used
+      otherwise).
+
+    **Rejecting a config.** Types, required params and search values are checked for you. Values that type
+    checks cannot judge (a block size the kernel does not take, two params that do not go together) are
+    rejected in one place, ``_check_config``, by raising :class:`~olive.exceptions.PassParamError` with a
+    reason that names the param(s), why, and the fix, and ``params`` listing them::
+
+        @classmethod
+        def _check_config(cls, config, accelerator_spec):
+            if config.block_size < 16 or config.block_size & (config.block_size - 1):
+                raise PassParamError(
+                    f"param 'block_size' is {config.block_size}; use a power of two >= 16", params="block_size"
+                )
+
+    It runs when a workflow is resolved, on the fixed values with searched params at their defaults: a
+    conflict among values the workflow fixed is a config error naming the pass key, before any work (one that
+    involves a searched param waits for the points). It runs again on every search point's config, where
+    the error prunes the point and its reason goes into the footprint. Values read from the ``config`` may be
+    None or ``SpecialParamValue.IGNORED`` where a param does not apply.
+
+    ``validate_config(cls, config, accelerator_spec) -> bool`` (Microsoft Olive's hook: False prunes a search
+    point, without a reason) answers from ``_check_config`` unless a pass overrides it; passes written for
+    Olive keep working. ``_upgrade_config(cls, config) -> dict`` rewrites the params of workflows written
+    for an older version of the pass (renamed params, old value spellings) before anything is checked; it
+    raises ``PassParamError`` for one it cannot translate.
     """
 
     #: Optional version of the pass's behaviour; part of every cache key for its runs.
@@ -132,7 +153,14 @@ class Pass(ABC):
 
     @classmethod
     def validate_config(cls, config: BasePassConfig, accelerator_spec: AcceleratorSpec) -> bool:
-        """Return False to prune a search point this pass cannot run."""
+        """Return False to prune a search point this pass cannot run (Microsoft Olive's hook).
+
+        The default is False exactly when :meth:`_check_config` rejects ``config``.
+        """
+        try:
+            cls._check_config(config, accelerator_spec)
+        except PassConfigError:
+            return False
         return True
 
     @classmethod
@@ -141,8 +169,13 @@ class Pass(ABC):
         return True
 
     @classmethod
-    def _check_config(cls, config: BasePassConfig, owner: str) -> None:
-        """Raise ``PassConfigError`` (message starting with ``owner``) when ``config`` as a whole cannot work."""
+    def _check_config(cls, config: BasePassConfig, accelerator_spec: AcceleratorSpec) -> None:
+        """Raise :class:`~olive.exceptions.PassParamError` when no run can use these values (see the class doc)."""
+
+    @classmethod
+    def _upgrade_config(cls, config: dict[str, Any]) -> dict[str, Any]:
+        """The workflow's params for this pass with those of older versions of the pass rewritten."""
+        return config
 
     def _initialize(self) -> None:
         """Runs once, before the first ``_run_for_config``; override for expensive setup."""
@@ -198,12 +231,15 @@ class Pass(ABC):
         :class:`PassConfigError` listing every problem, each naming ``pass_key`` (the pass's key in the
         workflow), the param and the fix.
         """
-        owner = f"pass '{pass_key}' ({cls.pass_name()})" if pass_key else f"pass {cls.pass_name()}"
+        owner = cls.config_owner(pass_key)
         try:
             declared = cls.default_config(accelerator_spec)
         except SearchSpaceError as exc:
-            raise PassConfigError(exc, owner=owner) from exc
-        user = dict(config or {})
+            raise PassConfigError(exc.reason, owner=owner) from exc
+        try:
+            user = cls._upgrade_config(dict(config or {}))
+        except PassConfigError as exc:
+            raise _owned(exc, owner) from exc
         problems: list[str] = []
 
         for key in user:
@@ -286,14 +322,22 @@ class Pass(ABC):
             raise PassConfigError(_format_problems(problems), owner=owner)
 
         config_class = make_config_class(cls.pass_name(), tuple(declared))
-        # A conflict between fixed values fails here, loudly; search points are checked in config_for_point.
-        at_defaults = {}
-        for name, param in declared.items():
-            default = param.default_value
-            if isinstance(default, ConditionalDefault):
-                default = default.get_support_with_args([fixed.get(parent) for parent in default.parents])
-            at_defaults[name] = default
-        cls._check_config(config_class(**{**at_defaults, **fixed}), owner)
+        # A conflict among fixed values fails here, loudly; one that involves a searched param is left to the
+        # search points (config_for_point), where it prunes only the points that have it.
+        at_defaults = dict(fixed)
+        for name in order_by_parents({n: p.parents() for n, p in declared.items()}, owner=owner):
+            if name not in at_defaults:
+                default = declared[name].default_value
+                if isinstance(default, ConditionalDefault):
+                    default = default.get_support_with_args([at_defaults.get(p) for p in default.parents])
+                at_defaults[name] = default
+        try:
+            cls._check_config(config_class(**at_defaults), accelerator_spec)
+        except PassParamError as exc:
+            if not set(exc.params) & set(search):
+                raise _owned(exc, owner) from exc
+        except PassConfigError as exc:
+            raise _owned(exc, owner) from exc
         return config_class, fixed, search
 
     @classmethod
@@ -313,7 +357,7 @@ class Pass(ABC):
         try:
             order = order_by_parents({name: parents(name) for name in declared}, owner=owner)
         except SearchSpaceError as exc:
-            raise PassConfigError(str(exc)) from exc
+            raise PassConfigError(exc.reason, owner=owner) from exc
         for name in order:
             if name in fixed and isinstance(fixed[name], ConditionalDefault):
                 known = {p: fixed[p] for p in fixed[name].parents if p in fixed}
@@ -361,7 +405,7 @@ class Pass(ABC):
         already has it.
         """
         config_class, fixed, search = resolved
-        owner = f"pass '{pass_key}' ({cls.pass_name()})" if pass_key else f"pass {cls.pass_name()}"
+        owner = cls.config_owner(pass_key)
         point = dict(point or {})
         for key in point:
             if key not in search and key not in fixed:
@@ -383,16 +427,23 @@ class Pass(ABC):
         for name in search:
             values[name] = _check_value(owner, name, values[name], declared[name], disable_search=True)
         config = config_class(**values)
-        cls._check_config(config, owner)
+        try:
+            cls._check_config(config, accelerator_spec)
+        except PassConfigError as exc:
+            raise _owned(exc, owner) from exc
         return config
+
+    @classmethod
+    def config_owner(cls, pass_key: str | None = None) -> str:
+        """How errors about this pass's config name it: ``pass 'quant' (OnnxDynamicQuantization)``, or
+        ``pass OnnxDynamicQuantization`` outside a workflow."""
+        return f"pass '{pass_key}' ({cls.pass_name()})" if pass_key else f"pass {cls.pass_name()}"
 
     # ----------------------------------------------------------------------------------------------
     # Running
     # ----------------------------------------------------------------------------------------------
     def run(self, model: OliveModelHandler, output_model_path: str | Path) -> OliveModelHandler:
         """Run the pass on ``model``; returns the handler of the model it wrote."""
-        from olive.model.handler import OliveModelHandler
-
         if not self._initialized:
             self._initialize()
             self._initialized = True
@@ -433,11 +484,15 @@ def _check_value(owner: str, name: str, value: Any, param: PassConfigParam, disa
         hint = ""
         if isinstance(value, list) and param.search_defaults is not None and disable_search:
             hint = " (a list searches its values only when the workflow has a search_strategy)"
+        elif isinstance(value, str):
+            hint = closest_match_hint(value, value_choices(param.type_))
         raise PassConfigError(
             f"param '{name}' expects {describe_type(param.type_)}, got {value!r}{hint}", owner=owner
         ) from None
-    if param.category == ParamCategory.PATH and isinstance(value, str | Path):
-        value = str(Path(value).expanduser().resolve()) if isinstance(value, str) else value.expanduser().resolve()
+    if param.category in (ParamCategory.PATH, ParamCategory.DATA) and isinstance(value, str | Path):
+        # In a workflow the engine has resolved it against the workflow file's folder already.
+        resolved = resolve_user_path(value)
+        value = str(resolved) if isinstance(value, str) else resolved
     return value
 
 
@@ -459,6 +514,13 @@ def _check_search_values(name: str, param: SearchParameter, declared: PassConfig
     if bad:
         return [f"search values {bad!r} of param '{name}' are not {describe_type(declared.type_)}"]
     return []
+
+
+def _owned(exc: PassConfigError, owner: str) -> PassConfigError:
+    """``exc`` again, told about ``owner`` (the pass, and its key in the workflow)."""
+    if isinstance(exc, PassParamError):
+        return PassParamError(exc.reason, params=exc.params, owner=owner)
+    return PassConfigError(exc.reason, owner=owner)
 
 
 def _format_problems(problems: list[str]) -> str:

@@ -45,6 +45,18 @@ def describe_type(tp: Any) -> str:
     return getattr(tp, "__name__", str(tp))
 
 
+def value_choices(tp: Any) -> list[str]:
+    """The string values ``tp`` takes by name: enum members and ``Literal`` strings, through unions (for hints)."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        return [choice for arg in typing.get_args(tp) for choice in value_choices(arg)]
+    if origin is typing.Literal:
+        return [arg for arg in typing.get_args(tp) if isinstance(arg, str)]
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return [str(member.value) for member in tp]
+    return []
+
+
 def coerce_value(value: Any, tp: Any) -> Any:
     """Return ``value`` (possibly converted) if it fits ``tp``; raise :class:`TypeMismatch` otherwise."""
     if tp is Any or tp is object or tp is None:

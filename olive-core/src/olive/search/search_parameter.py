@@ -307,8 +307,9 @@ def order_by_parents(dependencies: Mapping[str, Sequence[str]], owner: str = "se
         for parent in parents:
             if parent not in dependencies:
                 raise SearchSpaceError(
-                    f"{owner}: param '{name}' depends on '{parent}', which is not a param"
-                    f"{closest_match_hint(parent, dependencies)}; fix `parents` of '{name}'"
+                    f"param '{name}' depends on '{parent}', which is not a param"
+                    f"{closest_match_hint(parent, dependencies)}; fix `parents` of '{name}'",
+                    owner=owner,
                 )
     ordered: list[str] = []
     state: dict[str, int] = {}  # 1 = visiting, 2 = done
@@ -319,7 +320,8 @@ def order_by_parents(dependencies: Mapping[str, Sequence[str]], owner: str = "se
         if state.get(name) == 1:
             cycle = [*path[path.index(name) :], name]
             raise SearchSpaceError(
-                f"{owner}: params depend on each other in a cycle: {' -> '.join(cycle)}; remove one of these parents"
+                f"params depend on each other in a cycle: {' -> '.join(cycle)}; remove one of these parents",
+                owner=owner,
             )
         state[name] = 1
         for parent in dependencies[name]:

@@ -24,8 +24,8 @@ __all__ = ["ContractReport", "assert_pass_contract"]
 
 
 class ContractReport(dict):
-    """What :func:`assert_pass_contract` checked: ``points`` tried, ``ran``, ``rejected`` (by
-    ``validate_config``) and the ``outputs`` produced."""
+    """What :func:`assert_pass_contract` checked: ``points`` tried, ``ran``, ``rejected`` (by the pass's
+    ``_check_config`` or ``validate_config``) and the ``outputs`` produced."""
 
 
 def _fail(pass_class: type, message: str) -> NoReturn:
@@ -46,12 +46,12 @@ def assert_pass_contract(
     - ``_default_config`` returns :class:`PassConfigParam` values whose defaults fit their types and whose
       ``search_defaults`` are valid search parameters of values of that type;
     - every point of the pass's search space (the first ``max_points``), on top of ``config``, is either
-      rejected by ``validate_config`` or runs on ``model`` (default: a tiny MLP) to an
-      ``OliveModelHandler`` whose file loads in onnxruntime;
+      rejected (``_check_config`` raising ``PassParamError``, or ``validate_config``) or runs on ``model``
+      (default: a tiny MLP) to an ``OliveModelHandler`` whose file loads in onnxruntime;
     - the class's registered name matches ``entry_point_name`` when one is given (or when the class came
       through the registry).
     """
-    from olive.exceptions import PassConfigError
+    from olive.exceptions import PassConfigError, PassParamError
     from olive.hardware.accelerator import DEFAULT_CPU_ACCELERATOR
     from olive.model.handler import OliveModelHandler
     from olive.passes.olive_pass import Pass
@@ -117,6 +117,10 @@ def assert_pass_contract(
             continue
         try:
             pass_config = pass_class.generate_config(spec, dict(config or {}), point=point)
+        except PassParamError:
+            # The pass's own check pruned this point, as a search would.
+            report["rejected"] += 1
+            continue
         except PassConfigError as exc:
             _fail(pass_class, f"search point {point} does not make a valid config: {exc}")
         if not pass_class.validate_config(pass_config, spec):
@@ -141,7 +145,7 @@ def assert_pass_contract(
         report["ran"] += 1
         report["outputs"].append(result)
     if report["ran"] == 0:
-        _fail(pass_class, f"validate_config rejected all {report['points']} search points tried; none ran")
+        _fail(pass_class, f"the pass rejected all {report['points']} search points tried; none ran")
     return report
 
 

@@ -15,20 +15,36 @@ from typing import Any
 
 import attrs
 
+from olive.config_errors import (
+    check_keys,
+    choice,
+    config_error,
+    expect,
+    json_path,
+    number,
+    type_name,
+    user_path,
+    whole_number,
+)
+from olive.data.config import DataConfig
+from olive.evaluator.metric import Metric, parse_metrics
 from olive.exceptions import WorkflowConfigError, closest_match_hint
+from olive.hardware.constants import PROVIDER_DEVICE
+from olive.model.handler import ONNXModelHandler
+from olive.paths import resolve_user_path
 
 logger = logging.getLogger(__name__)
 
-# key -> (type description, default)
-ENGINE_KEYS: dict[str, tuple[type | tuple[type, ...], Any]] = {
-    "cache_dir": (str, ".olive-cache"),
-    "output_dir": (str, "output"),
-    "evaluate_input_model": (bool, True),
-    "clean_cache": (bool, False),
-    "clean_evaluation_cache": (bool, False),
-    "log_severity_level": (int, 1),
-    "plot_pareto_frontier": (bool, False),
-    "no_artifacts": (bool, False),
+# key -> (type, how an error names it, default)
+ENGINE_KEYS: dict[str, tuple[type, str, Any]] = {
+    "cache_dir": (str, "a string", ".olive-cache"),
+    "output_dir": (str, "a string", "output"),
+    "evaluate_input_model": (bool, "true or false", True),
+    "clean_cache": (bool, "true or false", False),
+    "clean_evaluation_cache": (bool, "true or false", False),
+    "log_severity_level": (int, "a whole number", 1),
+    "plot_pareto_frontier": (bool, "true or false", False),
+    "no_artifacts": (bool, "true or false", False),
 }
 # Keys older files nest under "engine" besides the engine keys.
 _ENGINE_SECTION_KEYS = {*ENGINE_KEYS, "search_strategy", "evaluator", "host", "target", "workflow_id"}
@@ -93,58 +109,6 @@ SEARCH_KEYS = (
 )
 
 
-_TYPE_WORDS = {str: "a string", bool: "true or false", int: "a whole number"}
-
-
-def _path(parent: str, key: str | int) -> str:
-    if isinstance(key, int):
-        return f"{parent}[{key}]"
-    return f"{parent}.{key}" if parent else key
-
-
-def _type_name(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number" if isinstance(value, int | float) else type(value).__name__
-    )
-
-
-def _fail(path: str, message: str) -> WorkflowConfigError:
-    return WorkflowConfigError(f"{path or 'config'}: {message}")
-
-
-def _expect(value: Any, types: type | tuple[type, ...], path: str, what: str) -> Any:
-    types = types if isinstance(types, tuple) else (types,)
-    ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
-    if not ok:
-        raise _fail(path, f"expected {what}, got {_type_name(value)} ({json.dumps(value, default=str)[:60]})")
-    return value
-
-
-def _check_keys(data: Mapping[str, Any], allowed: tuple[str, ...] | set[str], path: str) -> None:
-    for key in data:
-        if not isinstance(key, str):
-            raise _fail(path, f"key {key!r} is not a string")
-        if key not in allowed:
-            raise _fail(
-                _path(path, key),
-                f"unknown key{closest_match_hint(key, allowed)}; valid keys here: {', '.join(sorted(allowed))}",
-            )
-
-
-def _choice(value: Any, choices: tuple[str, ...], path: str) -> str:
-    _expect(value, str, path, f"one of {', '.join(choices)}")
-    if value not in choices:
-        raise _fail(
-            path, f"unknown value '{value}'{closest_match_hint(value, choices)}; use one of {', '.join(choices)}"
-        )
-    return value
-
-
-def _resolve_path(base_dir: Path, value: str) -> Path:
-    path = Path(value).expanduser()
-    return path if path.is_absolute() else (base_dir / path).resolve()
-
-
 # --------------------------------------------------------------------------------------------------
 # Parsed pieces
 # --------------------------------------------------------------------------------------------------
@@ -153,9 +117,7 @@ class InputModelConfig:
     type: str
     config: dict[str, Any]
 
-    def create_handler(self) -> Any:
-        from olive.model.handler import ONNXModelHandler
-
+    def create_handler(self) -> ONNXModelHandler:
         return ONNXModelHandler(**self.config)
 
     def to_json(self) -> dict[str, Any]:
@@ -179,7 +141,7 @@ class SystemConfig:
 @attrs.frozen
 class EvaluatorConfig:
     name: str
-    metrics: list[Any]  # olive.evaluator.metric.Metric
+    metrics: list[Metric]
     user_script: Path | None = None
     script_dir: Path | None = None
 
@@ -252,7 +214,7 @@ class WorkflowConfig:
     base_dir: Path
     workflow_id: str = "default_workflow"
     systems: dict[str, SystemConfig] = attrs.Factory(dict)
-    data_configs: dict[str, Any] = attrs.Factory(dict)  # name -> olive.data.config.DataConfig
+    data_configs: dict[str, DataConfig] = attrs.Factory(dict)
     evaluators: dict[str, EvaluatorConfig] = attrs.Factory(dict)
     search_strategy: SearchStrategyConfig | None = None
     evaluator: EvaluatorConfig | None = None
@@ -303,7 +265,7 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
             f"config file '{path}' is not valid {path.suffix.lstrip('.').upper()}: {exc}"
         ) from None
     if not isinstance(data, dict):
-        raise WorkflowConfigError(f"config file '{path}': the top level must be an object, got {_type_name(data)}")
+        raise WorkflowConfigError(f"config file '{path}': the top level must be an object, got {type_name(data)}")
     return data
 
 
@@ -328,18 +290,14 @@ class _Parser:
         self.source = source
 
     def path_value(self, value: Any, path: str, must_exist: bool = False) -> Path:
-        _expect(value, str, path, "a path string")
-        resolved = _resolve_path(self.base_dir, value)
-        if must_exist and not resolved.exists():
-            raise _fail(path, f"'{value}' does not exist (looked at {resolved}); fix the path")
-        return resolved
+        return user_path(expect(value, str, path, "a path string"), path, self.base_dir, must_exist=must_exist)
 
     def parse(self, data: dict[str, Any]) -> WorkflowConfig:
-        _check_keys(data, TOP_LEVEL_KEYS, "")
+        check_keys(data, TOP_LEVEL_KEYS, "")
         flat = {k: data[k] for k in data if k != "engine"}
         if "engine" in data:
-            engine = _expect(data["engine"], dict, "engine", "an object of engine settings")
-            _check_keys(engine, _ENGINE_SECTION_KEYS | _ENGINE_IGNORED, "engine")
+            engine = expect(data["engine"], dict, "engine", "an object of engine settings")
+            check_keys(engine, sorted(_ENGINE_SECTION_KEYS | _ENGINE_IGNORED), "engine")
             logger.warning(
                 "The 'engine' section is deprecated; move its keys (%s) to the top level of the workflow.",
                 ", ".join(engine),
@@ -348,26 +306,26 @@ class _Parser:
                 if key in _ENGINE_IGNORED:
                     continue
                 if key in flat:
-                    raise _fail(f"engine.{key}", f"also given at the top level; keep only the top-level '{key}'")
+                    raise config_error(f"engine.{key}", f"also given at the top level; keep only the top-level '{key}'")
                 flat[key] = value
 
         kwargs: dict[str, Any] = {"base_dir": self.base_dir, "source": self.source, "raw": data}
         if "workflow_id" in flat:
-            kwargs["workflow_id"] = _expect(flat["workflow_id"], str, "workflow_id", "a string")
-        for key, (types, default) in ENGINE_KEYS.items():
+            kwargs["workflow_id"] = expect(flat["workflow_id"], str, "workflow_id", "a string")
+        for key, (kind, words, default) in ENGINE_KEYS.items():
             if key not in flat:
                 if key in ("cache_dir", "output_dir"):
-                    kwargs[key] = _resolve_path(self.base_dir, default)
+                    kwargs[key] = resolve_user_path(default, self.base_dir)
                 continue
-            value = _expect(flat[key], types, key, _TYPE_WORDS[types])
-            kwargs[key] = _resolve_path(self.base_dir, value) if key in ("cache_dir", "output_dir") else value
+            value = expect(flat[key], kind, key, words)
+            kwargs[key] = resolve_user_path(value, self.base_dir) if key in ("cache_dir", "output_dir") else value
         if "user_script" in flat:
             kwargs["user_script"] = self.path_value(flat["user_script"], "user_script", must_exist=True)
         if "script_dir" in flat:
             kwargs["script_dir"] = self.path_value(flat["script_dir"], "script_dir", must_exist=True)
 
         if "input_model" not in flat:
-            raise _fail("input_model", 'missing; add {"type": "ONNXModel", "model_path": "model.onnx"}')
+            raise config_error("input_model", 'missing; add {"type": "ONNXModel", "model_path": "model.onnx"}')
         kwargs["input_model"] = self.input_model(flat["input_model"])
         systems = self.systems(flat.get("systems", {}))
         kwargs["systems"] = systems
@@ -381,7 +339,7 @@ class _Parser:
         if "evaluator" in flat and flat["evaluator"] is not None:
             kwargs["evaluator"] = self.evaluator_ref(flat["evaluator"], evaluators, set(data_configs))
         if "passes" not in flat:
-            raise _fail("passes", 'missing; add e.g. {"quantize": {"type": "OnnxDynamicQuantization"}}')
+            raise config_error("passes", 'missing; add e.g. {"quantize": {"type": "OnnxDynamicQuantization"}}')
         kwargs["passes"] = self.passes(flat["passes"], data_configs)
         if flat.get("search_strategy") not in (None, False):
             kwargs["search_strategy"] = self.search_strategy(flat["search_strategy"])
@@ -390,82 +348,84 @@ class _Parser:
     # ----------------------------------------------------------------------------------------------
     def input_model(self, value: Any) -> InputModelConfig:
         path = "input_model"
-        _expect(value, dict, path, 'an object like {"type": "ONNXModel", "model_path": "model.onnx"}')
-        _check_keys(value, ("type", "config", *INPUT_MODEL_FIELDS), path)
+        expect(value, dict, path, 'an object like {"type": "ONNXModel", "model_path": "model.onnx"}')
+        check_keys(value, ("type", "config", *INPUT_MODEL_FIELDS), path)
         if "type" not in value:
-            raise _fail(f"{path}.type", 'missing; add "type": "ONNXModel"')
-        kind = _expect(value["type"], str, f"{path}.type", "a string")
+            raise config_error(f"{path}.type", 'missing; add "type": "ONNXModel"')
+        kind = expect(value["type"], str, f"{path}.type", "a string")
         if kind.lower() not in ("onnxmodel", "onnx"):
-            raise _fail(f"{path}.type", f"unknown model type '{kind}'; this version of Olive handles 'ONNXModel'")
+            raise config_error(
+                f"{path}.type", f"unknown model type '{kind}'; this version of Olive handles 'ONNXModel'"
+            )
         fields = {k: v for k, v in value.items() if k not in ("type", "config")}
         if "config" in value:
-            nested = _expect(value["config"], dict, f"{path}.config", "an object")
-            _check_keys(nested, INPUT_MODEL_FIELDS, f"{path}.config")
+            nested = expect(value["config"], dict, f"{path}.config", "an object")
+            check_keys(nested, INPUT_MODEL_FIELDS, f"{path}.config")
             for key in nested:
                 if key in fields:
-                    raise _fail(f"{path}.config.{key}", f"also given directly under {path}; keep one")
+                    raise config_error(f"{path}.config.{key}", f"also given directly under {path}; keep one")
             fields.update(nested)
             prefix = f"{path}.config"
         else:
             prefix = path
         if "model_path" not in fields:
-            raise _fail(f"{prefix}.model_path", "missing; give the .onnx file or the folder holding it")
+            raise config_error(f"{prefix}.model_path", "missing; give the .onnx file or the folder holding it")
         fields["model_path"] = str(self.path_value(fields["model_path"], f"{prefix}.model_path", must_exist=True))
         for key in ("onnx_file_name", "external_initializers_file_name", "constant_inputs_file_name"):
             if key in fields and fields[key] is not None:
-                _expect(fields[key], str, f"{prefix}.{key}", "a file name string")
+                expect(fields[key], str, f"{prefix}.{key}", "a file name string")
         for key in ("inference_settings", "model_attributes"):
             if key in fields and fields[key] is not None:
-                _expect(fields[key], dict, f"{prefix}.{key}", "an object")
+                expect(fields[key], dict, f"{prefix}.{key}", "an object")
         if "use_ort_extensions" in fields:
-            _expect(fields["use_ort_extensions"], bool, f"{prefix}.use_ort_extensions", "true or false")
+            expect(fields["use_ort_extensions"], bool, f"{prefix}.use_ort_extensions", "true or false")
         return InputModelConfig(type="ONNXModel", config=fields)
 
     def systems(self, value: Any) -> dict[str, SystemConfig]:
-        _expect(value, dict, "systems", "an object mapping system names to systems")
-        return {name: self.system(name, spec, _path("systems", name)) for name, spec in value.items()}
+        expect(value, dict, "systems", "an object mapping system names to systems")
+        return {name: self.system(name, spec, json_path("systems", name)) for name, spec in value.items()}
 
     def system(self, name: str, spec: Any, path: str) -> SystemConfig:
-        _expect(spec, dict, path, 'an object like {"type": "LocalSystem", "accelerators": [...]}')
-        _check_keys(spec, ("type", "config", "accelerators"), path)
-        kind = _expect(spec.get("type", "LocalSystem"), str, f"{path}.type", "a string")
+        expect(spec, dict, path, 'an object like {"type": "LocalSystem", "accelerators": [...]}')
+        check_keys(spec, ("type", "config", "accelerators"), path)
+        kind = expect(spec.get("type", "LocalSystem"), str, f"{path}.type", "a string")
         if kind != "LocalSystem":
-            raise _fail(
+            raise config_error(
                 f"{path}.type",
                 f"unknown system type '{kind}'{closest_match_hint(kind, ['LocalSystem'])}; "
                 "this version of Olive runs on 'LocalSystem'",
             )
         body = dict(spec)
         if "config" in spec:
-            nested = _expect(spec["config"], dict, f"{path}.config", "an object")
-            _check_keys(nested, ("accelerators",), f"{path}.config")
+            nested = expect(spec["config"], dict, f"{path}.config", "an object")
+            check_keys(nested, ("accelerators",), f"{path}.config")
             body.update(nested)
             path_acc = f"{path}.config.accelerators"
         else:
             path_acc = f"{path}.accelerators"
         accelerators = []
-        raw = _expect(body.get("accelerators", [{"device": "cpu"}]), list, path_acc, "a list of accelerators")
+        raw = expect(body.get("accelerators", [{"device": "cpu"}]), list, path_acc, "a list of accelerators")
         if not raw:
-            raise _fail(path_acc, 'empty; add {"device": "cpu", "execution_providers": ["CPUExecutionProvider"]}')
+            raise config_error(
+                path_acc, 'empty; add {"device": "cpu", "execution_providers": ["CPUExecutionProvider"]}'
+            )
         for i, acc in enumerate(raw):
-            accelerators.append(self.accelerator(acc, _path(path_acc, i)))
+            accelerators.append(self.accelerator(acc, json_path(path_acc, i)))
         return SystemConfig(name=name, type=kind, accelerators=accelerators, json_path=path_acc)
 
     def accelerator(self, value: Any, path: str) -> AcceleratorConfig:
-        from olive.hardware.constants import PROVIDER_DEVICE
-
-        _expect(value, dict, path, 'an object like {"device": "cpu", "execution_providers": ["CPUExecutionProvider"]}')
-        _check_keys(value, ("device", "execution_providers", "memory"), path)
+        expect(value, dict, path, 'an object like {"device": "cpu", "execution_providers": ["CPUExecutionProvider"]}')
+        check_keys(value, ("device", "execution_providers", "memory"), path)
         eps = value.get("execution_providers")
         if eps is None:
             eps = ["CPUExecutionProvider"]
-        _expect(eps, list, f"{path}.execution_providers", "a list of execution provider names")
+        expect(eps, list, f"{path}.execution_providers", "a list of execution provider names")
         if not eps:
-            raise _fail(f"{path}.execution_providers", 'empty; add e.g. "CPUExecutionProvider"')
+            raise config_error(f"{path}.execution_providers", 'empty; add e.g. "CPUExecutionProvider"')
         for i, ep in enumerate(eps):
-            _expect(ep, str, f"{path}.execution_providers[{i}]", "an execution provider name")
+            expect(ep, str, f"{path}.execution_providers[{i}]", "an execution provider name")
         device = value.get("device") or PROVIDER_DEVICE.get(eps[0], "gpu")
-        device = _choice(
+        device = choice(
             str(device).lower() if isinstance(device, str) else device, ("cpu", "gpu", "npu"), f"{path}.device"
         )
         return AcceleratorConfig(device=device, execution_providers=list(eps))
@@ -473,9 +433,9 @@ class _Parser:
     def system_ref(self, value: Any, path: str, systems: dict[str, SystemConfig]) -> SystemConfig:
         if isinstance(value, dict):
             return self.system(path, value, path)
-        _expect(value, str, path, "the name of a system in 'systems' or a system object")
+        expect(value, str, path, "the name of a system in 'systems' or a system object")
         if value not in systems:
-            raise _fail(
+            raise config_error(
                 path,
                 f"no system named '{value}'{closest_match_hint(value, systems)}; "
                 f"defined systems: {', '.join(systems) or '(none)'}",
@@ -489,58 +449,54 @@ class _Parser:
                 for name, spec in value.items()
             ]
         else:
-            _expect(value, list, "data_configs", "a list of data configs")
+            expect(value, list, "data_configs", "a list of data configs")
             items = [(spec, f"data_configs[{i}]") for i, spec in enumerate(value)]
-        if not items:
-            return {}
-        from olive.data.config import DataConfig
-
         result: dict[str, Any] = {}
         for spec, path in items:
-            _expect(spec, dict, path, 'an object like {"name": "calib", "type": "NpzDataContainer", ...}')
+            expect(spec, dict, path, 'an object like {"name": "calib", "type": "NpzDataContainer", ...}')
             if "name" not in spec:
-                raise _fail(f"{path}.name", "missing; every data config needs a name to refer to it by")
-            _expect(spec["name"], str, f"{path}.name", "a string")
+                raise config_error(f"{path}.name", "missing; every data config needs a name to refer to it by")
+            expect(spec["name"], str, f"{path}.name", "a string")
             if spec["name"] in result:
-                raise _fail(f"{path}.name", f"duplicate data config name '{spec['name']}'; names must be unique")
+                raise config_error(f"{path}.name", f"duplicate data config name '{spec['name']}'; names must be unique")
             try:
                 config = DataConfig.from_json(spec, json_path=path, base_dir=self.base_dir)
             except WorkflowConfigError:
                 raise
             except Exception as exc:  # a bug or an unexpected shape: still one line with the path
-                raise _fail(path, f"invalid data config ({type(exc).__name__}: {exc})") from exc
+                raise config_error(path, f"invalid data config ({type(exc).__name__}: {exc})") from exc
             result[spec["name"]] = config
         return result
 
     def evaluators(self, value: Any, data_names: set[str]) -> dict[str, EvaluatorConfig]:
-        _expect(value, dict, "evaluators", "an object mapping evaluator names to evaluators")
-        return {name: self.evaluator(name, spec, _path("evaluators", name), data_names) for name, spec in value.items()}
+        expect(value, dict, "evaluators", "an object mapping evaluator names to evaluators")
+        return {
+            name: self.evaluator(name, spec, json_path("evaluators", name), data_names) for name, spec in value.items()
+        }
 
     def evaluator(self, name: str, spec: Any, path: str, data_names: set[str]) -> EvaluatorConfig:
-        _expect(spec, dict, path, 'an object like {"metrics": [...]}')
-        _check_keys(spec, ("type", "metrics", "user_script", "script_dir"), path)
+        expect(spec, dict, path, 'an object like {"metrics": [...]}')
+        check_keys(spec, ("type", "metrics", "user_script", "script_dir"), path)
         if "type" in spec and spec["type"] not in ("OliveEvaluator", None):
-            raise _fail(
+            raise config_error(
                 f"{path}.type", f"unknown evaluator type {spec['type']!r}; use 'OliveEvaluator' or leave it out"
             )
         if "metrics" not in spec:
-            raise _fail(
+            raise config_error(
                 f"{path}.metrics",
                 'missing; add e.g. [{"name": "latency", "type": "latency", "sub_types": [{"name": "avg"}]}]',
             )
-        metrics_raw = _expect(spec["metrics"], list, f"{path}.metrics", "a list of metrics")
+        metrics_raw = expect(spec["metrics"], list, f"{path}.metrics", "a list of metrics")
         if not metrics_raw:
-            raise _fail(f"{path}.metrics", "empty; an evaluator needs at least one metric")
-        from olive.evaluator.metric import parse_metrics
-
+            raise config_error(f"{path}.metrics", "empty; an evaluator needs at least one metric")
         for i, metric in enumerate(metrics_raw):
-            _expect(metric, dict, f"{path}.metrics[{i}]", "a metric object")
+            expect(metric, dict, f"{path}.metrics[{i}]", "a metric object")
         try:
             metrics = parse_metrics(metrics_raw, f"{path}.metrics", data_names, self.base_dir)
         except WorkflowConfigError:
             raise
         except Exception as exc:  # an unexpected shape still gets one line with the path
-            raise _fail(f"{path}.metrics", f"invalid metrics ({type(exc).__name__}: {exc})") from exc
+            raise config_error(f"{path}.metrics", f"invalid metrics ({type(exc).__name__}: {exc})") from exc
         user_script = (
             self.path_value(spec["user_script"], f"{path}.user_script", True) if spec.get("user_script") else None
         )
@@ -552,9 +508,9 @@ class _Parser:
     ) -> EvaluatorConfig:
         if isinstance(value, dict):
             return self.evaluator("evaluator", value, "evaluator", data_names)
-        _expect(value, str, "evaluator", "the name of an evaluator in 'evaluators'")
+        expect(value, str, "evaluator", "the name of an evaluator in 'evaluators'")
         if value not in evaluators:
-            raise _fail(
+            raise config_error(
                 "evaluator",
                 f"no evaluator named '{value}'{closest_match_hint(value, evaluators)}; "
                 f"defined evaluators: {', '.join(evaluators) or '(none)'}",
@@ -562,41 +518,41 @@ class _Parser:
         return evaluators[value]
 
     def passes(self, value: Any, data_configs: dict[str, Any]) -> dict[str, list[PassSpec]]:
-        _expect(value, dict, "passes", "an object mapping pass names to pass configs")
+        expect(value, dict, "passes", "an object mapping pass names to pass configs")
         if not value:
-            raise _fail(
+            raise config_error(
                 "passes", 'empty; add at least one pass, e.g. {"quantize": {"type": "OnnxDynamicQuantization"}}'
             )
         result: dict[str, list[PassSpec]] = {}
         for key, spec in value.items():
-            path = _path("passes", key)
+            path = json_path("passes", key)
             if isinstance(spec, list):
                 if not spec:
-                    raise _fail(path, "empty list; give a pass config or a list of alternative configs")
+                    raise config_error(path, "empty list; give a pass config or a list of alternative configs")
                 result[key] = [self.pass_spec(key, item, f"{path}[{i}]", data_configs) for i, item in enumerate(spec)]
             else:
                 result[key] = [self.pass_spec(key, spec, path, data_configs)]
         return result
 
     def pass_spec(self, key: str, spec: Any, path: str, data_configs: dict[str, Any]) -> PassSpec:
-        _expect(spec, dict, path, 'an object like {"type": "PassName", ...params}')
+        expect(spec, dict, path, 'an object like {"type": "PassName", ...params}')
         if "type" not in spec:
-            raise _fail(f"{path}.type", "missing; name the pass (see `olive passes`)")
-        kind = _expect(spec["type"], str, f"{path}.type", "a pass name string")
+            raise config_error(f"{path}.type", "missing; name the pass (see `olive passes`)")
+        kind = expect(spec["type"], str, f"{path}.type", "a pass name string")
         if not kind.strip():
-            raise _fail(f"{path}.type", "empty; name the pass (see `olive passes`)")
+            raise config_error(f"{path}.type", "empty; name the pass (see `olive passes`)")
         params = {k: v for k, v in spec.items() if k not in PASS_RESERVED_KEYS}
         params_path = path
         if "config" in spec and spec["config"] is not None:
-            nested = _expect(spec["config"], dict, f"{path}.config", "an object of pass params")
+            nested = expect(spec["config"], dict, f"{path}.config", "an object of pass params")
             for name in nested:
                 if name in params:
-                    raise _fail(f"{path}.config.{name}", f"also given directly under {path}; keep one")
+                    raise config_error(f"{path}.config.{name}", f"also given directly under {path}; keep one")
             params.update(nested)
             params_path = f"{path}.config"
         for name in params:
             if not isinstance(name, str):
-                raise _fail(params_path, f"param name {name!r} is not a string")
+                raise config_error(params_path, f"param name {name!r} is not a string")
         if "data_config" in params and isinstance(params["data_config"], str):
             ref = params["data_config"]
             if ref in data_configs:
@@ -604,20 +560,18 @@ class _Parser:
             elif ref.endswith(".npz"):
                 params["data_config"] = str(self.path_value(ref, f"{params_path}.data_config", must_exist=True))
             else:
-                raise _fail(
+                raise config_error(
                     f"{params_path}.data_config",
                     f"no data config named '{ref}'"
                     f"{closest_match_hint(ref, data_configs)}; defined: {', '.join(data_configs) or '(none)'}",
                 )
         elif isinstance(params.get("data_config"), dict):
-            from olive.data.config import DataConfig
-
             params["data_config"] = DataConfig.from_json(
                 {"name": f"{key}_data", **params["data_config"]},
                 json_path=f"{params_path}.data_config",
                 base_dir=self.base_dir,
             )
-        disable = _expect(spec.get("disable_search", False), bool, f"{path}.disable_search", "true or false")
+        disable = expect(spec.get("disable_search", False), bool, f"{path}.disable_search", "true or false")
         user_script = (
             self.path_value(spec["user_script"], f"{path}.user_script", True) if spec.get("user_script") else None
         )
@@ -637,57 +591,54 @@ class _Parser:
         path = "search_strategy"
         if value is True:
             return SearchStrategyConfig()
-        _expect(value, dict, path, 'an object like {"execution_order": "joint", "sampler": "tpe"} (or false)')
-        _check_keys(value, SEARCH_KEYS, path)
+        expect(value, dict, path, 'an object like {"execution_order": "joint", "sampler": "tpe"} (or false)')
+        check_keys(value, SEARCH_KEYS, path)
         kwargs: dict[str, Any] = {}
         if "execution_order" in value:
-            kwargs["execution_order"] = _choice(value["execution_order"], EXECUTION_ORDERS, f"{path}.execution_order")
+            kwargs["execution_order"] = choice(value["execution_order"], EXECUTION_ORDERS, f"{path}.execution_order")
         if "search_algorithm" in value or "search_algorithm_config" in value:
             logger.warning(
                 "search_strategy.search_algorithm / search_algorithm_config are deprecated; "
                 "use search_strategy.sampler (sequential | random | tpe) and max_samples."
             )
             if "sampler" in value:
-                raise _fail(f"{path}.search_algorithm", "given together with 'sampler'; keep only 'sampler'")
+                raise config_error(f"{path}.search_algorithm", "given together with 'sampler'; keep only 'sampler'")
             if "search_algorithm" in value:
-                old = _choice(value["search_algorithm"], tuple(_OLD_ALGORITHMS), f"{path}.search_algorithm")
+                old = choice(value["search_algorithm"], tuple(_OLD_ALGORITHMS), f"{path}.search_algorithm")
                 kwargs["sampler"] = _OLD_ALGORITHMS[old]
-            old_cfg = _expect(
+            old_cfg = expect(
                 value.get("search_algorithm_config") or {}, dict, f"{path}.search_algorithm_config", "an object"
             )
-            _check_keys(old_cfg, ("num_samples", "seed"), f"{path}.search_algorithm_config")
+            check_keys(old_cfg, ("num_samples", "seed"), f"{path}.search_algorithm_config")
             if "num_samples" in old_cfg:
-                kwargs["max_samples"] = self.nonneg_int(
-                    old_cfg["num_samples"], f"{path}.search_algorithm_config.num_samples"
+                kwargs["max_samples"] = whole_number(
+                    old_cfg["num_samples"], f"{path}.search_algorithm_config.num_samples", minimum=0
                 )
             if "seed" in old_cfg:
-                kwargs["seed"] = _expect(
+                kwargs["seed"] = expect(
                     old_cfg["seed"], (int, type(None)), f"{path}.search_algorithm_config.seed", "an integer"
                 )
         if "sampler" in value:
             # Plugin samplers are checked once the engine loads the sampler hooks.
-            kwargs["sampler"] = _expect(value["sampler"], str, f"{path}.sampler", f"one of {', '.join(SAMPLERS)}")
+            kwargs["sampler"] = expect(value["sampler"], str, f"{path}.sampler", f"one of {', '.join(SAMPLERS)}")
             if not kwargs["sampler"]:
-                raise _fail(f"{path}.sampler", f"empty; use one of {', '.join(SAMPLERS)}")
+                raise config_error(f"{path}.sampler", f"empty; use one of {', '.join(SAMPLERS)}")
         if "sampler_config" in value:
             kwargs["sampler_config"] = dict(
-                _expect(value["sampler_config"], dict, f"{path}.sampler_config", "an object")
+                expect(value["sampler_config"], dict, f"{path}.sampler_config", "an object")
             )
         if "max_samples" in value:
-            kwargs["max_samples"] = self.nonneg_int(value["max_samples"], f"{path}.max_samples")
+            kwargs["max_samples"] = whole_number(value["max_samples"], f"{path}.max_samples", minimum=0)
         if "seed" in value:
-            kwargs["seed"] = _expect(value["seed"], (int, type(None)), f"{path}.seed", "an integer")
+            kwargs["seed"] = expect(value["seed"], (int, type(None)), f"{path}.seed", "an integer")
         if "stop_when_goals_met" in value:
-            kwargs["stop_when_goals_met"] = _expect(
+            kwargs["stop_when_goals_met"] = expect(
                 value["stop_when_goals_met"], bool, f"{path}.stop_when_goals_met", "true or false"
             )
         if value.get("max_iter") is not None:
-            kwargs["max_iter"] = self.nonneg_int(value["max_iter"], f"{path}.max_iter")
+            kwargs["max_iter"] = whole_number(value["max_iter"], f"{path}.max_iter", minimum=0)
         if value.get("max_time") is not None:
-            max_time = _expect(value["max_time"], (int, float), f"{path}.max_time", "a number of seconds")
-            if max_time < 0:
-                raise _fail(f"{path}.max_time", "must be zero or more seconds")
-            kwargs["max_time"] = float(max_time)
+            kwargs["max_time"] = number(value["max_time"], f"{path}.max_time", minimum=0)
         if value.get("executor") is not None:
             kwargs["executor"] = self.executor(value["executor"], f"{path}.executor")
         sampler = kwargs.get("sampler", "sequential")
@@ -698,43 +649,26 @@ class _Parser:
     @staticmethod
     def sampler_options(options: dict[str, Any], sampler: str, path: str) -> None:
         allowed = SAMPLER_OPTIONS[sampler]
+        check_keys(options, allowed, path, what=f"option of the {sampler} sampler")
         for key, option in options.items():
-            if key not in allowed:
-                takes = f"valid keys here: {', '.join(allowed)}" if allowed else "it takes none"
-                raise _fail(
-                    _path(path, key),
-                    f"unknown option of the {sampler} sampler{closest_match_hint(key, allowed)}; {takes}",
-                )
-            _expect(option, allowed[key][0], _path(path, key), allowed[key][1])
+            expect(option, allowed[key][0], json_path(path, key), allowed[key][1])
 
     def executor(self, value: Any, path: str) -> ExecutorConfig:
         if isinstance(value, str):
             value = {"type": value}
-        _expect(value, dict, path, 'an object like {"type": "process", "max_workers": 2}')
-        kind = _choice(value.get("type", "sequential"), EXECUTOR_TYPES, f"{path}.type")
+        expect(value, dict, path, 'an object like {"type": "process", "max_workers": 2}')
+        kind = choice(value.get("type", "sequential"), EXECUTOR_TYPES, f"{path}.type")
         allowed = {"sequential": ("type",), "process": ("type", "max_workers", "max_pending", "start_method")}
         allowed["ray"] = ("type", "address", "num_cpus_per_trial", "max_pending")
-        _check_keys(value, allowed[kind], path)
+        check_keys(value, allowed[kind], path)
         kwargs: dict[str, Any] = {"type": kind}
         for name in ("max_workers", "max_pending"):
             if value.get(name) is not None:
-                kwargs[name] = self.nonneg_int(value[name], f"{path}.{name}")
-                if kwargs[name] == 0:
-                    raise _fail(f"{path}.{name}", "must be 1 or more")
+                kwargs[name] = whole_number(value[name], f"{path}.{name}", minimum=1)
         if value.get("start_method") is not None:
-            kwargs["start_method"] = _choice(value["start_method"], START_METHODS, f"{path}.start_method")
+            kwargs["start_method"] = choice(value["start_method"], START_METHODS, f"{path}.start_method")
         if value.get("address") is not None:
-            kwargs["address"] = _expect(value["address"], str, f"{path}.address", '"auto", "ray://host:port" or null')
+            kwargs["address"] = expect(value["address"], str, f"{path}.address", '"auto", "ray://host:port" or null')
         if value.get("num_cpus_per_trial") is not None:
-            cpus = _expect(value["num_cpus_per_trial"], (int, float), f"{path}.num_cpus_per_trial", "a number")
-            if cpus <= 0:
-                raise _fail(f"{path}.num_cpus_per_trial", "must be more than 0")
-            kwargs["num_cpus_per_trial"] = cpus
+            kwargs["num_cpus_per_trial"] = number(value["num_cpus_per_trial"], f"{path}.num_cpus_per_trial", above=0)
         return ExecutorConfig(**kwargs)
-
-    @staticmethod
-    def nonneg_int(value: Any, path: str) -> int:
-        _expect(value, int, path, "a whole number")
-        if value < 0:
-            raise _fail(path, f"must be 0 or more, got {value}")
-        return value

@@ -6,13 +6,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from olive.exceptions import PassConfigError
+from olive.model.handler import ONNXModelHandler
 from olive.passes.pass_config import PassConfigParam
 from olive.paths import OutputFileName, UnsafeName, check_plain_name
 
 if TYPE_CHECKING:
     import onnx
-
-    from olive.model.handler import ONNXModelHandler
 
 # Protobuf cannot serialize a message of 2 GiB or more; bigger models must keep weights outside.
 _PROTOBUF_LIMIT = 2**31 - 1
@@ -84,8 +84,6 @@ def model_proto_to_file(
     try:
         check_plain_name(location)
     except UnsafeName as exc:
-        from olive.exceptions import PassConfigError
-
         raise PassConfigError(
             f"external_data_name '{location}' cannot be used: {exc}; give a plain file name such as 'model.onnx.data'"
         ) from None
@@ -116,8 +114,6 @@ def model_proto_to_olive_model(
     ``external_data_config`` is the pass's config (or any mapping) holding the params of
     :func:`get_external_data_config`; missing keys take their defaults.
     """
-    from olive.model.handler import ONNXModelHandler
-
     path = Path(resolve_onnx_path(output_model_path))
     has_external = model_proto_to_file(
         model_proto,
