@@ -12,22 +12,18 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from engine_support import base_workflow, count_matmuls, write_mlp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_engine_support import base_workflow, count_matmuls, make_registry, write_mlp
 
 from olive.cli.main import cli
 from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import model_proto_to_olive_model
-from olive.plugins.registry import use_registry
 
 TESTS_DIR = Path(__file__).parent
 
 
-@pytest.fixture(autouse=True)
-def _registry():
-    with use_registry(make_registry()) as registry:
-        yield registry
+pytestmark = pytest.mark.usefixtures("engine_registry")
 
 
 def _invoke(*args: str) -> Any:
@@ -257,7 +253,7 @@ def test_invalid_config_in_a_real_subprocess_exits_2(tmp_path: Path) -> None:
     config = _write(tmp_path / "wf.json", data)
     script = (
         "import sys; sys.path.insert(0, sys.argv[1]);"
-        "from test_engine_support import make_registry;"
+        "from engine_support import make_registry;"
         "from olive.plugins.registry import set_registry; set_registry(make_registry());"
         "from olive.cli.main import main; main(sys.argv[2:])"
     )
@@ -409,8 +405,8 @@ class _WritesThenFails(Pass):
         raise RuntimeError("crashed after writing")
 
 
-def test_a_failing_run_pass_leaves_the_output_folder_as_it_was(tmp_path: Path, _registry: Any) -> None:
-    _registry.register(_WritesThenFails, name="WritesThenFails")
+def test_a_failing_run_pass_leaves_the_output_folder_as_it_was(tmp_path: Path, engine_registry: Any) -> None:
+    engine_registry.register(_WritesThenFails, name="WritesThenFails")
     model = write_mlp(tmp_path / "in")
     fresh = _invoke("run-pass", "--pass-name", "WritesThenFails", "-m", str(model), "-o", str(tmp_path / "new"))
     assert fresh.exit_code == 1 and "crashed after writing" in fresh.stderr

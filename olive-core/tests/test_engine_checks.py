@@ -10,19 +10,14 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from test_engine_support import AddMatMuls, ScaleOutput, base_workflow, make_registry
+from engine_support import AddMatMuls, ScaleOutput, base_workflow
 
 import olive
 from olive.cli.main import cli
 from olive.exceptions import WorkflowConfigError
 from olive.hardware.accelerator import DEFAULT_CPU_ACCELERATOR
-from olive.plugins.registry import use_registry
 
-
-@pytest.fixture(autouse=True)
-def _registry():
-    with use_registry(make_registry()) as registry:
-        yield registry
+pytestmark = pytest.mark.usefixtures("engine_registry")
 
 
 def _evaluated(workflow: dict, tmp_path: Path, *metrics: dict, data: Path | None = None) -> dict:

@@ -7,23 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_engine_support import AddMatMuls, base_workflow, count_matmuls, make_registry
+from engine_support import AddMatMuls, base_workflow, count_matmuls, searched
 
 import olive
 from olive.exceptions import PassConfigError, PassRunError
 from olive.plugins.manager import new_plugin_manager, use_plugin_manager
 from olive.plugins.markers import hookimpl
-from olive.plugins.registry import use_registry
 
-
-@pytest.fixture(autouse=True)
-def _registry():
-    with use_registry(make_registry()) as registry:
-        yield registry
-
-
-def _search(*values: Any) -> dict:
-    return {"olive_parameter_type": "SearchParameter", "type": "Categorical", "support": list(values)}
+pytestmark = pytest.mark.usefixtures("engine_registry")
 
 
 SIZE = {"name": "size", "type": "size_on_disk", "sub_types": [{"name": "bytes", "priority": 1}]}
@@ -112,7 +103,7 @@ def test_stop_when_goals_met_stops_at_the_first_good_point(tmp_path: Path) -> No
 def test_pruned_points_are_recorded_and_not_counted(tmp_path: Path) -> None:
     data = base_workflow(
         tmp_path,
-        passes={"add": {"type": "AddMatMuls", "n": 1, "extra": False, "marker": _search("a", "prune-me", "b", "c")}},
+        passes={"add": {"type": "AddMatMuls", "n": 1, "extra": False, "marker": searched("a", "prune-me", "b", "c")}},
         search_strategy={"execution_order": "joint", "max_samples": 2},
     )
     output = olive.run(data)
@@ -130,18 +121,18 @@ class _NoTwoMarkers(AddMatMuls):
             raise PassConfigError(f"{owner}: n=2 and marker 'clash' do not go together")
 
 
-def test_check_config_fails_fixed_values_and_prunes_search_points(tmp_path: Path, _registry) -> None:
-    _registry.register(_NoTwoMarkers, name="NoTwoMarkers")
+def test_check_config_fails_fixed_values_and_prunes_search_points(tmp_path: Path, engine_registry) -> None:
+    engine_registry.register(_NoTwoMarkers, name="NoTwoMarkers")
     fixed = base_workflow(tmp_path, passes={"add": {"type": "NoTwoMarkers", "n": 2, "marker": "clash"}})
     with pytest.raises(PassConfigError, match=r"add.*NoTwoMarkers.*n=2 and marker 'clash'"):
         olive.run(fixed)
     assert not list((tmp_path / "cache").glob("**/model.onnx"))
-    searched = base_workflow(
+    search = base_workflow(
         tmp_path,
-        passes={"add": {"type": "NoTwoMarkers", "n": 2, "extra": False, "marker": _search("ok", "clash")}},
+        passes={"add": {"type": "NoTwoMarkers", "n": 2, "extra": False, "marker": searched("ok", "clash")}},
         search_strategy={"execution_order": "joint"},
     )
-    output = olive.run(searched)
+    output = olive.run(search)
     statuses = [(n.config["marker"], n.status) for n in output.footprint[1:]]
     assert statuses == [("ok", "ok"), ("clash", "pruned")]
     assert "do not go together" in output.footprint[2].error
@@ -150,7 +141,7 @@ def test_check_config_fails_fixed_values_and_prunes_search_points(tmp_path: Path
 def test_a_failing_point_is_recorded_and_the_search_goes_on(tmp_path: Path) -> None:
     data = base_workflow(
         tmp_path,
-        passes={"add": {"type": "AddMatMuls", "n": 1, "extra": False, "fail": _search(True, False)}},
+        passes={"add": {"type": "AddMatMuls", "n": 1, "extra": False, "fail": searched(True, False)}},
         search_strategy={"execution_order": "joint"},
     )
     output = olive.run(data)
@@ -159,7 +150,7 @@ def test_a_failing_point_is_recorded_and_the_search_goes_on(tmp_path: Path) -> N
     assert ok.status == "ok" and output.best.model_id == ok.model_id
 
 
-def test_a_failing_pass_fails_a_run_without_search(tmp_path: Path) -> None:
+def test_a_failing_pass_fails_a_run_withoutsearched(tmp_path: Path) -> None:
     with pytest.raises(PassRunError, match="pass 'add' \\(AddMatMuls\\) failed: RuntimeError"):
         olive.run(base_workflow(tmp_path, passes={"add": {"type": "AddMatMuls", "fail": True}}))
 

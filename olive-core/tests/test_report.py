@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_engine_support import AddMatMuls, ScaleOutput, base_workflow
+from engine_support import AddMatMuls, ScaleOutput, base_workflow
 
 import olive
-from olive.engine.output import FootprintNode
+from olive.engine.footprint import FootprintNode
 from olive.exceptions import OliveError
 from olive.plugins.registry import PassRegistry, use_registry
 from olive.report import REPORT_FILE, load_report_data, write_report

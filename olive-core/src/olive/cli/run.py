@@ -140,7 +140,7 @@ def _print_dry_run(prepared) -> None:
     for plan in prepared.plans:
         for alt in plan.alternatives:
             params = ", ".join(alt.search_space.params) or "-"
-            table.add_row(plan.key, alt.pass_class.pass_name(), str(alt.search_space.size()), params)
+            table.add_row(plan.key, alt.identity.name, str(alt.search_space.size()), params)
     console = Console()
     console.print(table)
     order = strategy.execution_order if strategy else "none (each pass runs once with its default config)"
@@ -160,7 +160,7 @@ def _print_summary(output) -> None:
     from rich.console import Console
     from rich.measure import Measurement
 
-    from olive.engine.outputs import lineage
+    from olive.engine.output_writer import lineage
 
     console = Console()
     keys = [o["key"] for o in output.objectives]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from olive.engine.outputs import MODEL_FILE, claim_files, foreign_files, refuse_foreign
+from olive.engine.output_writer import MODEL_FILE, claim_files, foreign_files, refuse_foreign
 from olive.exceptions import OliveError, PassConfigError, PassRunError, WorkflowConfigError
 from olive.model.handler import OliveModelHandler
 from olive.paths import system_folder_reason

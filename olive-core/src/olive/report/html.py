@@ -403,5 +403,5 @@ def write_report(
 
 
 def report_writer(output: Any, workflow: Any, output_dir: Path) -> None:
-    """An output writer for ``olive.engine.outputs.register_output_writer``: reads the files just written."""
+    """An output writer for ``olive.engine.output_writer.register_output_writer``: reads the files just written."""
     write_report(output_dir, workflow=workflow)
