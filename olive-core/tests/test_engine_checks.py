@@ -121,3 +121,63 @@ def test_timing_metrics_record_where_they_were_measured(tmp_path: Path, executor
         assert node.timings["measured_alone"] is True
     # The lock files live in the cache folder, which olive cache clean removes with it.
     assert any((tmp_path / "cache" / "locks").glob("host-*.lock"))
+
+
+def _latency(goal: dict | None = None) -> dict:
+    sub: dict[str, Any] = {"name": "avg", "priority": 1}
+    if goal is not None:
+        sub["goal"] = goal
+    return {"name": "latency", "type": "latency", "sub_types": [sub], "warmup_num": 1, "repeat_test_num": 3}
+
+
+AGREEMENT = {"name": "agree", "type": "agreement", "data_config": "calib", "sub_types": [{"name": "cosine_mean"}]}
+
+
+@pytest.mark.parametrize("goal_first", [True, False], ids=["goal-then-agreement", "agreement-then-goal"])
+def test_a_relative_goal_measures_the_input_model_whatever_the_metric_order(tmp_path: Path, goal_first: bool) -> None:
+    import numpy as np
+
+    data = tmp_path / "calib.npz"
+    np.savez(data, input=np.random.default_rng(0).standard_normal((4, 16)).astype(np.float32))
+    # Any latency is within 1000000% of the input model's: the goal is met once it can be resolved.
+    latency = _latency({"type": "percent-max-degradation", "value": 1_000_000})
+    metrics = [latency, AGREEMENT] if goal_first else [AGREEMENT, latency]
+    workflow = base_workflow(tmp_path, passes={"add": {"type": "AddMatMuls", "n": 1}}, evaluate_input_model=False)
+    output = olive.run(_evaluated(workflow, tmp_path, *metrics, data=data))
+    baseline = output.footprint[0]
+    assert baseline.model_id == "input_model"
+    assert sorted(baseline.metrics) == ["agree-cosine_mean", "latency-avg"]
+    assert output.best is not None and output.best.meets_goals is True
+
+
+def test_threshold_goals_leave_the_input_model_unmeasured_when_asked(tmp_path: Path) -> None:
+    import numpy as np
+
+    data = tmp_path / "calib.npz"
+    np.savez(data, input=np.random.default_rng(0).standard_normal((4, 16)).astype(np.float32))
+    agreement = {**AGREEMENT, "sub_types": [{"name": "cosine_mean", "goal": {"type": "threshold", "value": 0.9}}]}
+    workflow = base_workflow(tmp_path, passes={"add": {"type": "AddMatMuls", "n": 1}}, evaluate_input_model=False)
+    output = olive.run(_evaluated(workflow, tmp_path, _latency(), agreement, data=data))
+    assert output.footprint[0].metrics is None
+    assert output.best is not None and output.best.meets_goals is True
+
+
+class _RecordsHost(AddMatMuls):
+    """AddMatMuls that records the ``host_device`` it was given in its output model's attributes."""
+
+    def _run_for_config(self, model: Any, config: Any, output_model_path: str) -> Any:
+        result = super()._run_for_config(model, config, output_model_path)
+        result.model_attributes["host_device"] = self.host_device
+        return result
+
+
+def test_passes_run_with_the_host_systems_device(tmp_path: Path, engine_registry: Any) -> None:
+    engine_registry.register(_RecordsHost, name="RecordsHost")
+
+    def host_device(**extra: Any) -> Any:
+        workflow = base_workflow(tmp_path, passes={"add": {"type": "RecordsHost", "n": 1}}, **extra)
+        return olive.run(workflow).best.model_json["config"]["model_attributes"]["host_device"]
+
+    assert host_device() is None
+    systems = {"here": {"type": "LocalSystem", "accelerators": [{"device": "npu"}]}}
+    assert host_device(systems=systems, host="here", cache_dir=str(tmp_path / "other-cache")) == "npu"

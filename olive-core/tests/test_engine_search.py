@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_support import AddMatMuls, base_workflow, count_matmuls, searched
+from engine_support import AddMatMuls, base_workflow, count_matmuls, ran_passes, searched
 
 import olive
 from olive.exceptions import PassConfigError, PassRunError
@@ -250,3 +250,24 @@ def test_observer_hooks_fire_in_order(tmp_path: Path) -> None:
         ("workflow_end", best, None),
     ]
     assert ("pass_end", "add", True, True, True) in recorder.events
+
+
+class _StartLogger:
+    """Writes each ``olive_pass_start`` into the run log, where every real pass run is logged too."""
+
+    def __init__(self, log: Path) -> None:
+        self.log = log
+
+    @hookimpl
+    def olive_pass_start(self, pass_key: str) -> None:
+        with self.log.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"pass": f"start {pass_key}", "config": {}, "pid": 0}) + "\n")
+
+
+def test_pass_start_fires_before_the_pass_runs(tmp_path: Path, run_log: Path) -> None:
+    pm = new_plugin_manager(entry_points=False)
+    pm.register(_StartLogger(run_log), "starts")
+    data = base_workflow(tmp_path, passes={"add": {"type": "AddMatMuls", "n": 1}, "scale": {"type": "ScaleOutput"}})
+    with use_plugin_manager(pm):
+        olive.run(data)
+    assert [name for name, _ in ran_passes(run_log)] == ["start add", "AddMatMuls", "start scale", "ScaleOutput"]
