@@ -160,8 +160,6 @@ def _print_summary(output) -> None:
     from rich.console import Console
     from rich.measure import Measurement
 
-    from olive.engine.output_writer import lineage
-
     console = Console()
     keys = [o["key"] for o in output.objectives]
     candidates = output.get_output_models()
@@ -172,7 +170,7 @@ def _print_summary(output) -> None:
         chosen = output.best is not None and node.model_id == output.best.model_id
         values = node.metric_values()
         searched = []
-        for step in lineage(output, node):
+        for step in output.lineage(node):
             for name in output.searched_params.get(step.pass_key, []):
                 searched.append(f"{name}={(step.config or {}).get(name)}")
         rows.append(
@@ -197,7 +195,7 @@ def _print_summary(output) -> None:
     cached = sum(1 for n in runs if n.cached)
     console.print(f"{len(runs)} pass run(s) ({cached} from cache), {failed} failed, {pruned} pruned")
     if output.best is not None:
-        chain = " > ".join(f"{n.pass_key} ({n.pass_name})" for n in lineage(output, output.best))
+        chain = " > ".join(f"{n.pass_key} ({n.pass_name})" for n in output.lineage(output.best))
         console.print(f"chosen model: {output.best.model_id} from {chain}", soft_wrap=True)
         console.print(f"written to: {output.output_dir}", soft_wrap=True)
 

@@ -11,9 +11,19 @@ from pathlib import Path
 import click
 
 from olive.engine.output_writer import MODEL_FILE, claim_files, foreign_files, refuse_foreign
-from olive.exceptions import OliveError, PassConfigError, PassRunError, WorkflowConfigError
-from olive.model.handler import OliveModelHandler
+from olive.exceptions import (
+    ExecutionProviderError,
+    ModelLoadError,
+    OliveError,
+    PassConfigError,
+    PassRunError,
+    UnknownPassError,
+    WorkflowConfigError,
+)
+from olive.hardware.accelerator import AcceleratorSpec, filter_execution_providers
+from olive.model.handler import OliveModelHandler, ONNXModelHandler
 from olive.paths import system_folder_reason
+from olive.plugins.registry import get_registry
 
 
 def _parse_config(text: str | None) -> dict:
@@ -91,11 +101,6 @@ def run_pass_command(
 
 
 def _run(pass_name: str, pass_config: str | None, model_path: Path, output_dir: Path, device: str, ep: str):
-    from olive.exceptions import ExecutionProviderError, ModelLoadError, UnknownPassError
-    from olive.hardware.accelerator import AcceleratorSpec, filter_execution_providers
-    from olive.model.handler import ONNXModelHandler
-    from olive.plugins.registry import get_registry
-
     config = _parse_config(pass_config)
     try:
         pass_class = get_registry().get_pass_class(pass_name)

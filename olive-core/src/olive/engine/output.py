@@ -51,6 +51,15 @@ class WorkflowOutput:
                 return node
         raise KeyError(model_id)
 
+    def lineage(self, node: FootprintNode) -> list[FootprintNode]:
+        """The pass runs that produced ``node``, first pass first."""
+        chain = []
+        current: FootprintNode | None = node
+        while current is not None and current.parent_model_id is not None:
+            chain.append(current)
+            current = self.get_node(current.parent_model_id)
+        return list(reversed(chain))
+
     @property
     def output_model_path(self) -> Path | None:
         if self.best is None or self.output_dir is None:

@@ -142,16 +142,6 @@ def _copy_model(files: list[tuple[Path, str]], output_dir: Path) -> list[str]:
     return names
 
 
-def lineage(output: WorkflowOutput, node: FootprintNode) -> list[FootprintNode]:
-    """The pass runs that produced ``node``, first pass first."""
-    chain = []
-    current: FootprintNode | None = node
-    while current is not None and current.parent_model_id is not None:
-        chain.append(current)
-        current = output.get_node(current.parent_model_id)
-    return list(reversed(chain))
-
-
 def write_outputs(output: WorkflowOutput, workflow: WorkflowConfig) -> Path:
     """Write the run's files into ``workflow.output_dir``; returns that folder."""
     output_dir = Path(workflow.output_dir)
@@ -187,7 +177,7 @@ def write_outputs(output: WorkflowOutput, workflow: WorkflowConfig) -> Path:
                 "version": n.pass_version,
                 "config": n.config,
             }
-            for n in lineage(output, best)
+            for n in output.lineage(best)
         ]
         model_json = dict(best.model_json or {})
         config = dict(model_json.get("config") or {})
