@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -184,6 +185,15 @@ def ran_passes(log: Path) -> list[tuple[str, dict]]:
     return [(e["pass"], e["config"]) for e in map(json.loads, log.read_text().splitlines())]
 
 
+def wait_for_runs(proc: subprocess.Popen, log: Path, count: int, what: str, marker: Any = "any") -> None:
+    """Wait until ``log`` holds ``count`` real runs (of config ``marker``, when given) while ``proc`` still runs."""
+    deadline = time.monotonic() + 60
+    while sum(marker == "any" or config["marker"] == marker for _, config in ran_passes(log)) < count:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
 def searched(*values: Any) -> dict:
     """A workflow's JSON for a param searched over ``values``."""
     return {"olive_parameter_type": "SearchParameter", "type": "Categorical", "support": list(values)}
@@ -233,12 +243,43 @@ class Inspect(Pass):
         return result
 
 
+def size_metric() -> dict:
+    """The file size, objective 1 (smaller is better)."""
+    return {"name": "size", "type": "size_on_disk", "sub_types": [{"name": "bytes", "priority": 1}]}
+
+
+def agreement_metric(goal: float | None = None, priority: int | None = 2) -> dict:
+    """Cosine agreement with the input model on the ``calib`` data; a threshold ``goal`` when given."""
+    sub: dict[str, Any] = {"name": "cosine_mean"}
+    if priority is not None:
+        sub["priority"] = priority
+    if goal is not None:
+        sub["goal"] = {"type": "threshold", "value": goal}
+    return {"name": "agree", "type": "agreement", "data_config": "calib", "sub_types": [sub]}
+
+
+def write_calibration(path: Path, rows: int = 8) -> Path:
+    """Seeded inputs for the MLP of :func:`write_mlp`, as an ``.npz``."""
+    np.savez(path, input=np.random.default_rng(0).standard_normal((rows, 16)).astype(np.float32))
+    return path
+
+
+def with_evaluator(workflow: dict, *metrics: dict, data: str | Path | None = None, **data_options: Any) -> dict:
+    """``workflow`` measuring ``metrics``; ``data`` is the ``calib`` npz (``data_options`` go into its config)."""
+    if data is not None:
+        calib = {"name": "calib", "type": "NpzDataContainer", "load_dataset_config": {"data_path": str(data)}}
+        workflow["data_configs"] = [{**calib, **data_options}]
+    workflow["evaluators"] = {"common": {"metrics": list(metrics)}}
+    workflow["evaluator"] = "common"
+    return workflow
+
+
 def search_workflow(tmp_path: Path, name: str, executor: dict | None, **strategy: Any) -> dict:
     """A 2-pass joint search (dozens of points, a third of them pruned) with size and agreement metrics; ``name``
     keeps its cache and outputs apart from other runs of the test."""
     data = tmp_path / "calib.npz"
     if not data.exists():
-        np.savez(data, input=np.random.default_rng(0).standard_normal((8, 16)).astype(np.float32))
+        write_calibration(data)
     search: dict[str, Any] = {"execution_order": "joint", "sampler": "sequential", **strategy}
     if executor is not None:
         search["executor"] = executor
@@ -252,24 +293,7 @@ def search_workflow(tmp_path: Path, name: str, executor: dict | None, **strategy
         cache_dir=str(tmp_path / f"cache-{name}"),
         output_dir=str(tmp_path / f"out-{name}"),
     )
-    workflow["data_configs"] = [
-        {"name": "calib", "type": "NpzDataContainer", "load_dataset_config": {"data_path": str(data)}}
-    ]
-    workflow["evaluators"] = {
-        "common": {
-            "metrics": [
-                {"name": "size", "type": "size_on_disk", "sub_types": [{"name": "bytes", "priority": 1}]},
-                {
-                    "name": "agree",
-                    "type": "agreement",
-                    "data_config": "calib",
-                    "sub_types": [{"name": "cosine_mean", "priority": 2}],
-                },
-            ]
-        }
-    }
-    workflow["evaluator"] = "common"
-    return workflow
+    return with_evaluator(workflow, size_metric(), agreement_metric(), data=data)
 
 
 def footprint_content(output: Any) -> dict[str, tuple]:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_support import base_workflow, ran_passes, write_mlp
+from engine_support import base_workflow, ran_passes, wait_for_runs, write_mlp
 
 import olive
 from olive.cache.store import CacheStore, hash_model
@@ -142,12 +142,8 @@ def test_sigkill_mid_run_then_rerun_reuses_finished_pass_runs(tmp_path: Path) ->
     log = tmp_path / "runs.log"
     proc = _subprocess_run(config, {"OLIVE_TEST_RUN_LOG": str(log), "OLIVE_TEST_SLEEP": "slow:60"})
     try:
-        deadline = time.monotonic() + 60
         # The slow pass logs (after writing its model, before sleeping): the first pass is finished by then.
-        while len(ran_passes(log)) < 2:
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the run did not reach the slow pass"
-            time.sleep(0.05)
+        wait_for_runs(proc, log, 2, "the run did not reach the slow pass")
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.communicate()
@@ -188,11 +184,7 @@ def test_a_run_another_process_is_doing_is_waited_for_and_reused(tmp_path: Path)
     second_config.write_text(json.dumps({**data, "output_dir": str(tmp_path / "out1")}))
     env = {"OLIVE_TEST_SLEEP": "slow:2", "OLIVE_TEST_RUN_LOG": str(log)}
     first = _subprocess_run(first_config, env)
-    deadline = time.monotonic() + 60
-    while not ran_passes(log):  # the first run is inside the pass, holding its lock
-        assert first.poll() is None, first.communicate()
-        assert time.monotonic() < deadline, "the first run did not reach the pass"
-        time.sleep(0.05)
+    wait_for_runs(first, log, 1, "the first run did not reach the pass")  # inside the pass, holding its lock
     second = _subprocess_run(second_config, env)
     for proc in (first, second):
         _, err = proc.communicate(timeout=120)

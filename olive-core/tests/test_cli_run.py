@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from engine_support import base_workflow, count_matmuls, write_mlp
+from engine_support import agreement_metric, base_workflow, count_matmuls, size_metric, with_evaluator, write_mlp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -112,7 +112,7 @@ def _valid_config(root: Path) -> dict:
 
     write_mlp(root / "model")
     np.savez(root / "calib.npz", input=np.zeros((4, 16), dtype=np.float32))
-    return {
+    workflow = {
         "workflow_id": "w",
         "input_model": {"type": "ONNXModel", "config": {"model_path": "model/model.onnx"}},
         "systems": {
@@ -121,36 +121,14 @@ def _valid_config(root: Path) -> dict:
                 "accelerators": [{"device": "cpu", "execution_providers": ["CPUExecutionProvider"]}],
             }
         },
-        "data_configs": [
-            {
-                "name": "calib",
-                "type": "NpzDataContainer",
-                "load_dataset_config": {"data_path": "calib.npz"},
-                "dataloader_config": {"batch_size": 2},
-            }
-        ],
-        "evaluators": {
-            "common": {
-                "metrics": [
-                    {"name": "size", "type": "size_on_disk", "sub_types": [{"name": "bytes", "priority": 1}]},
-                    {
-                        "name": "agree",
-                        "type": "agreement",
-                        "data_config": "calib",
-                        "sub_types": [
-                            {"name": "cosine_mean", "priority": 2, "goal": {"type": "threshold", "value": 0.9}}
-                        ],
-                    },
-                ]
-            }
-        },
-        "evaluator": "common",
         "target": "local",
         "passes": {"add": {"type": "AddMatMuls", "config": {"n": 1}}, "scale": {"type": "ScaleOutput"}},
         "search_strategy": {"execution_order": "joint", "sampler": "sequential", "max_samples": 4, "seed": 0},
         "cache_dir": "cache",
         "output_dir": "out",
     }
+    metrics = (size_metric(), agreement_metric(0.9))
+    return with_evaluator(workflow, *metrics, data="calib.npz", dataloader_config={"batch_size": 2})
 
 
 def _paths(value: Any, prefix: tuple = ()) -> list[tuple]:

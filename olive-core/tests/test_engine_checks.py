@@ -10,7 +10,14 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from engine_support import AddMatMuls, ScaleOutput, base_workflow
+from engine_support import (
+    AddMatMuls,
+    ScaleOutput,
+    agreement_metric,
+    base_workflow,
+    with_evaluator,
+    write_calibration,
+)
 
 import olive
 from olive.cli.main import cli
@@ -18,16 +25,6 @@ from olive.exceptions import WorkflowConfigError
 from olive.hardware.accelerator import DEFAULT_CPU_ACCELERATOR
 
 pytestmark = pytest.mark.usefixtures("engine_registry")
-
-
-def _evaluated(workflow: dict, tmp_path: Path, *metrics: dict, data: Path | None = None) -> dict:
-    if data is not None:
-        workflow["data_configs"] = [
-            {"name": "calib", "type": "NpzDataContainer", "load_dataset_config": {"data_path": str(data)}}
-        ]
-    workflow["evaluators"] = {"common": {"metrics": list(metrics)}}
-    workflow["evaluator"] = "common"
-    return workflow
 
 
 def test_a_custom_metric_naming_a_missing_function_fails_before_any_pass(tmp_path: Path, monkeypatch) -> None:
@@ -42,7 +39,7 @@ def test_a_custom_metric_naming_a_missing_function_fails_before_any_pass(tmp_pat
     }
     # Without a baseline the first evaluation would come after the first pass.
     workflow = base_workflow(tmp_path, passes={"add": {"type": "AddMatMuls", "n": 1}}, evaluate_input_model=False)
-    workflow = _evaluated(workflow, tmp_path, metric)
+    workflow = with_evaluator(workflow, metric)
     with pytest.raises(WorkflowConfigError, match=r"evaluators\.common\.metrics\[0\]\.user_config\.evaluate_func"):
         olive.run(workflow)
     config = tmp_path / "wf.json"
@@ -70,7 +67,7 @@ def test_editing_the_npz_recomputes_cached_metrics(tmp_path: Path) -> None:
 
     def run() -> Any:
         workflow = base_workflow(tmp_path, passes={"scale": {"type": "ScaleOutput", "scale": -1.0}})
-        return olive.run(_evaluated(workflow, tmp_path, metric, data=data)).footprint[-1]
+        return olive.run(with_evaluator(workflow, metric, data=data)).footprint[-1]
 
     first = run()
     again = run()
@@ -113,7 +110,7 @@ def test_timing_metrics_record_where_they_were_measured(tmp_path: Path, executor
     if executor is not None:
         strategy["executor"] = executor
     workflow = base_workflow(tmp_path, passes={"scale": {"type": "ScaleOutput"}}, search_strategy=strategy)
-    output = olive.run(_evaluated(workflow, tmp_path, latency))
+    output = olive.run(with_evaluator(workflow, latency))
     measured = [n for n in output.footprint if n.metrics]
     assert len(measured) == 5  # the input model and 4 points
     for node in measured:
@@ -130,20 +127,15 @@ def _latency(goal: dict | None = None) -> dict:
     return {"name": "latency", "type": "latency", "sub_types": [sub], "warmup_num": 1, "repeat_test_num": 3}
 
 
-AGREEMENT = {"name": "agree", "type": "agreement", "data_config": "calib", "sub_types": [{"name": "cosine_mean"}]}
-
-
 @pytest.mark.parametrize("goal_first", [True, False], ids=["goal-then-agreement", "agreement-then-goal"])
 def test_a_relative_goal_measures_the_input_model_whatever_the_metric_order(tmp_path: Path, goal_first: bool) -> None:
-    import numpy as np
-
-    data = tmp_path / "calib.npz"
-    np.savez(data, input=np.random.default_rng(0).standard_normal((4, 16)).astype(np.float32))
+    data = write_calibration(tmp_path / "calib.npz", rows=4)
     # Any latency is within 1000000% of the input model's: the goal is met once it can be resolved.
     latency = _latency({"type": "percent-max-degradation", "value": 1_000_000})
-    metrics = [latency, AGREEMENT] if goal_first else [AGREEMENT, latency]
+    agreement = agreement_metric(priority=None)
+    metrics = [latency, agreement] if goal_first else [agreement, latency]
     workflow = base_workflow(tmp_path, passes={"add": {"type": "AddMatMuls", "n": 1}}, evaluate_input_model=False)
-    output = olive.run(_evaluated(workflow, tmp_path, *metrics, data=data))
+    output = olive.run(with_evaluator(workflow, *metrics, data=data))
     baseline = output.footprint[0]
     assert baseline.model_id == "input_model"
     assert sorted(baseline.metrics) == ["agree-cosine_mean", "latency-avg"]
@@ -151,13 +143,9 @@ def test_a_relative_goal_measures_the_input_model_whatever_the_metric_order(tmp_
 
 
 def test_threshold_goals_leave_the_input_model_unmeasured_when_asked(tmp_path: Path) -> None:
-    import numpy as np
-
-    data = tmp_path / "calib.npz"
-    np.savez(data, input=np.random.default_rng(0).standard_normal((4, 16)).astype(np.float32))
-    agreement = {**AGREEMENT, "sub_types": [{"name": "cosine_mean", "goal": {"type": "threshold", "value": 0.9}}]}
+    data = write_calibration(tmp_path / "calib.npz", rows=4)
     workflow = base_workflow(tmp_path, passes={"add": {"type": "AddMatMuls", "n": 1}}, evaluate_input_model=False)
-    output = olive.run(_evaluated(workflow, tmp_path, _latency(), agreement, data=data))
+    output = olive.run(with_evaluator(workflow, _latency(), agreement_metric(0.9, priority=None), data=data))
     assert output.footprint[0].metrics is None
     assert output.best is not None and output.best.meets_goals is True
 

@@ -7,7 +7,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_support import AddMatMuls, base_workflow, count_matmuls, ran_passes, searched
+from engine_support import (
+    AddMatMuls,
+    agreement_metric,
+    base_workflow,
+    count_matmuls,
+    ran_passes,
+    searched,
+    size_metric,
+    with_evaluator,
+    write_calibration,
+)
 
 import olive
 from olive.exceptions import PassConfigError, PassRunError
@@ -17,26 +27,8 @@ from olive.plugins.markers import hookimpl
 pytestmark = pytest.mark.usefixtures("engine_registry")
 
 
-SIZE = {"name": "size", "type": "size_on_disk", "sub_types": [{"name": "bytes", "priority": 1}]}
-
-
-def _agreement(goal: float | None = None) -> dict:
-    sub: dict[str, Any] = {"name": "cosine_mean", "priority": 2}
-    if goal is not None:
-        sub["goal"] = {"type": "threshold", "value": goal}
-    return {"name": "agree", "type": "agreement", "data_config": "calib", "sub_types": [sub]}
-
-
 def _with_evaluator(tmp_path: Path, data: dict, *metrics: dict) -> dict:
-    import numpy as np
-
-    np.savez(tmp_path / "calib.npz", input=np.random.default_rng(0).standard_normal((8, 16)).astype(np.float32))
-    data["data_configs"] = [
-        {"name": "calib", "type": "NpzDataContainer", "load_dataset_config": {"data_path": str(tmp_path / "calib.npz")}}
-    ]
-    data["evaluators"] = {"common": {"metrics": list(metrics)}}
-    data["evaluator"] = "common"
-    return data
+    return with_evaluator(data, *metrics, data=write_calibration(tmp_path / "calib.npz"))
 
 
 def _config_of(node: Any, *keys: str) -> tuple:
@@ -44,7 +36,9 @@ def _config_of(node: Any, *keys: str) -> tuple:
 
 
 def test_conditional_space_runs_exactly_the_valid_points_and_picks_the_measured_best(tmp_path: Path) -> None:
-    data = _with_evaluator(tmp_path, base_workflow(tmp_path, search_strategy={"execution_order": "joint"}), SIZE)
+    data = _with_evaluator(
+        tmp_path, base_workflow(tmp_path, search_strategy={"execution_order": "joint"}), size_metric()
+    )
     output = olive.run(data)
     ran = [n for n in output.footprint if n.pass_key == "add"]
     assert sorted(_config_of(n, "n", "extra") for n in ran) == [(0, False), (1, False), (1, True)]
@@ -68,7 +62,7 @@ def test_goals_filter_the_candidates(tmp_path: Path) -> None:
             search_strategy={"execution_order": "joint"},
             output_dir=str(tmp_path / sub),
         )
-        return olive.run(_with_evaluator(tmp_path, data, SIZE, _agreement(goal)))
+        return olive.run(_with_evaluator(tmp_path, data, size_metric(), agreement_metric(goal)))
 
     free = run(None, "free")
     # Smallest file wins without goals: the truncated model (whose outputs point the other way).
@@ -95,7 +89,7 @@ def test_stop_when_goals_met_stops_at_the_first_good_point(tmp_path: Path) -> No
         search_strategy={"execution_order": "joint", "stop_when_goals_met": True},
         passes={"scale": {"type": "ScaleOutput"}},
     )
-    output = olive.run(_with_evaluator(tmp_path, data, SIZE, _agreement(0.99)))
+    output = olive.run(_with_evaluator(tmp_path, data, size_metric(), agreement_metric(0.99)))
     assert [n.model_id == "input_model" or n.pass_key for n in output.footprint] == [True, "scale"]
     assert output.best.meets_goals
 
@@ -161,7 +155,7 @@ def test_pass_by_pass_feeds_each_pass_the_best_of_the_previous(tmp_path: Path) -
         passes={"add": {"type": "AddMatMuls"}, "scale": {"type": "ScaleOutput"}},
         search_strategy={"execution_order": "pass-by-pass"},
     )
-    output = olive.run(_with_evaluator(tmp_path, data, SIZE))
+    output = olive.run(_with_evaluator(tmp_path, data, size_metric()))
     adds = [n for n in output.footprint if n.pass_key == "add"]
     scales = [n for n in output.footprint if n.pass_key == "scale"]
     assert len(adds) == 3 and len(scales) == 4
@@ -200,7 +194,7 @@ def test_tpe_runs_max_samples_distinct_points(tmp_path: Path) -> None:
         passes={"add": {"type": "AddMatMuls"}, "scale": {"type": "ScaleOutput"}},
         search_strategy={"execution_order": "joint", "sampler": "tpe", "max_samples": 5, "seed": 3},
     )
-    output = olive.run(_with_evaluator(tmp_path, data, SIZE))
+    output = olive.run(_with_evaluator(tmp_path, data, size_metric()))
     chains = {(c.parent_model_id, c.model_id) for c in output.get_output_models()}
     assert len(chains) == 5
 
@@ -234,7 +228,9 @@ def test_observer_hooks_fire_in_order(tmp_path: Path) -> None:
     recorder = _Recorder()
     pm = new_plugin_manager(entry_points=False)
     pm.register(recorder, "recorder")
-    data = _with_evaluator(tmp_path, base_workflow(tmp_path, passes={"add": {"type": "AddMatMuls", "n": 2}}), SIZE)
+    data = _with_evaluator(
+        tmp_path, base_workflow(tmp_path, passes={"add": {"type": "AddMatMuls", "n": 2}}), size_metric()
+    )
     with use_plugin_manager(pm):
         output = olive.run(data)
         first = list(recorder.events)

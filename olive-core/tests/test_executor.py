@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_support import base_workflow, footprint_content, ran_passes, search_workflow, searched
+from engine_support import base_workflow, footprint_content, ran_passes, search_workflow, searched, wait_for_runs
 
 import olive
 from olive.exceptions import WorkflowConfigError
@@ -104,13 +104,7 @@ def test_a_killed_worker_is_retried_once_then_the_trial_is_recorded_as_failed(tm
 def test_a_worker_killed_from_outside_mid_trial(tmp_path: Path) -> None:
     """Kill the worker running the slow trial (found through its process) while it runs; the run completes."""
     log = tmp_path / "runs.log"
-    workflow = base_workflow(
-        tmp_path,
-        passes={"add": {"type": "AddMatMuls", "n": 1, "extra": False, "marker": searched(None, "slow", "c", "d")}},
-        search_strategy={"execution_order": "joint", "executor": {"type": "process", "max_workers": 2}},
-    )
-    config = tmp_path / "wf.json"
-    config.write_text(json.dumps(workflow))
+    config = _parallel_markers(tmp_path, None, "slow", "c", "d")
     script = (
         "import sys, json; sys.path.insert(0, sys.argv[2]); "
         "from engine_support import make_registry; from olive.plugins.registry import use_registry; import olive\n"
@@ -127,24 +121,14 @@ def test_a_worker_killed_from_outside_mid_trial(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    import time
-
     try:
-        deadline = time.monotonic() + 60
         # The slow run logs after writing its model, then sleeps: its worker is mid-trial.
-        while not any(c["marker"] == "slow" for _, c in ran_passes(log)):
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the slow trial did not start"
-            time.sleep(0.05)
+        wait_for_runs(proc, log, 1, "the slow trial did not start", marker="slow")
         # The run logs the pid of the worker doing it: kill exactly that one, not a worker that merely has
         # a pass run of its own in progress.
         os.kill(_slow_run_pids(log)[-1], signal.SIGKILL)
         # The retry sleeps 30 s again; kill that worker too so the trial is recorded as failed.
-        retry_deadline = time.monotonic() + 60
-        while sum(c["marker"] == "slow" for _, c in ran_passes(log)) < 2:
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < retry_deadline, "the killed trial was not retried"
-            time.sleep(0.05)
+        wait_for_runs(proc, log, 2, "the killed trial was not retried", marker="slow")
         os.kill(_slow_run_pids(log)[-1], signal.SIGKILL)
         out, err = proc.communicate(timeout=120)
     finally:
@@ -154,6 +138,18 @@ def test_a_worker_killed_from_outside_mid_trial(tmp_path: Path) -> None:
     assert proc.returncode == 0, err
     statuses = json.loads(out.strip().splitlines()[-1])
     assert statuses == {"None": "ok", "slow": "failed", "c": "ok", "d": "ok"}
+
+
+def _parallel_markers(tmp_path: Path, *markers: Any) -> Path:
+    """A workflow file searching AddMatMuls over ``markers`` on two worker processes."""
+    workflow = base_workflow(
+        tmp_path,
+        passes={"add": {"type": "AddMatMuls", "n": 1, "extra": False, "marker": searched(*markers)}},
+        search_strategy={"execution_order": "joint", "executor": {"type": "process", "max_workers": 2}},
+    )
+    config = tmp_path / "wf.json"
+    config.write_text(json.dumps(workflow))
+    return config
 
 
 def _children(pid: int) -> list[int]:
@@ -208,13 +204,7 @@ def test_the_ray_executor_without_ray_names_the_extra(tmp_path: Path) -> None:
 
 def test_ctrl_c_stops_the_workers_and_keeps_finished_trials(tmp_path: Path) -> None:
     log = tmp_path / "runs.log"
-    workflow = base_workflow(
-        tmp_path,
-        passes={"add": {"type": "AddMatMuls", "n": 1, "extra": False, "marker": searched(None, "c", "slow", "d")}},
-        search_strategy={"execution_order": "joint", "executor": {"type": "process", "max_workers": 2}},
-    )
-    config = tmp_path / "wf.json"
-    config.write_text(json.dumps(workflow))
+    config = _parallel_markers(tmp_path, None, "c", "slow", "d")
     script = (
         "import sys; sys.path.insert(0, sys.argv.pop(1))\n"
         "from engine_support import make_registry; from olive.plugins.registry import set_registry\n"
@@ -230,14 +220,8 @@ def test_ctrl_c_stops_the_workers_and_keeps_finished_trials(tmp_path: Path) -> N
         text=True,
         start_new_session=True,
     )
-    import time
-
     try:
-        deadline = time.monotonic() + 60
-        while not any(c["marker"] == "slow" for _, c in ran_passes(log)):
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the slow trial did not start"
-            time.sleep(0.05)
+        wait_for_runs(proc, log, 1, "the slow trial did not start", marker="slow")
         workers = _children(proc.pid)
         os.killpg(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=60)

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from olive.engine.output_writer import MODEL_FILE, claim_files, foreign_files, refuse_foreign
+from olive.engine.trial import model_path_under
 from olive.exceptions import (
     ExecutionProviderError,
     ModelLoadError,
@@ -156,10 +157,7 @@ def _run(pass_name: str, pass_config: str | None, model_path: Path, output_dir: 
 def _moved(model: OliveModelHandler, staging: Path, output_dir: Path) -> OliveModelHandler:
     """The handler of ``model`` once its files moved from ``staging`` into ``output_dir``."""
     data = model.to_json()
-    fields = data.get("config") or {}
-    raw = fields.get("model_path")
-    if raw is not None:
-        path = Path(raw).absolute()
-        if path == staging or staging in path.parents:
-            fields["model_path"] = str(output_dir / path.relative_to(staging))
+    rel = model_path_under(data, staging)
+    if rel is not None:
+        data["config"]["model_path"] = str(output_dir / rel)
     return OliveModelHandler.from_json(data)

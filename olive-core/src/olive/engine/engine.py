@@ -266,14 +266,13 @@ class Engine:
         node = self.footprint.open_run(
             step.pass_key, step.key, alternative.identity, alternative.run_version, parent_id, step.config
         )
-        fire(
-            "olive_pass_start",
-            pass_key=step.pass_key,
-            pass_name=node.pass_name,
-            config=step.config,
-            input_model=self._models[parent_id][0],
-        )
+        self._fire_pass("olive_pass_start", node)
         return node
+
+    def _fire_pass(self, hook: str, node: FootprintNode, **outcome: Any) -> None:
+        """Fire ``olive_pass_start`` or ``olive_pass_end`` (with its ``outcome``) for the run of ``node``."""
+        run = {"pass_key": node.pass_key, "pass_name": node.pass_name, "config": node.config}
+        fire(hook, **run, input_model=self._models[node.parent_model_id][0], **outcome)
 
     def _finish_step(
         self, parent_id: str, point: dict[str, Any], step: StepResult, opened: FootprintNode | None
@@ -293,16 +292,8 @@ class Engine:
             cached, duration = False, float(step.record.get("duration_s", 0.0))
         output_model = model_from_record(step.record) if step.status is Status.OK else None
         error = (step.exception or PassRunError(step.error)) if step.status is Status.FAILED else None
-        fire(
-            "olive_pass_end",
-            pass_key=node.pass_key,
-            pass_name=node.pass_name,
-            config=node.config,
-            input_model=self._models[parent_id][0],
-            output_model=output_model,
-            cached=cached,
-            error=error,
-            duration_s=duration,
+        self._fire_pass(
+            "olive_pass_end", node, output_model=output_model, cached=cached, error=error, duration_s=duration
         )
         node.cached = cached
         node.timings["run"] = 0.0 if cached else round(duration, 6)

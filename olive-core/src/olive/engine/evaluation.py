@@ -75,6 +75,24 @@ class ModelEvaluator:
             "execution_providers": self.execution_providers,
         }
 
+    @classmethod
+    def for_workflow(
+        cls, workflow: WorkflowConfig, execution_providers: list[str], cache: CacheStore, keep_results: bool
+    ) -> ModelEvaluator | None:
+        """The workflow's evaluator (None when it has none): it measures under ``cache``'s lock and keeps its
+        results in ``cache`` when ``keep_results``."""
+        if workflow.evaluator is None:
+            return None
+        return cls(
+            workflow.evaluator,
+            workflow.data_configs,
+            workflow.base_dir,
+            execution_providers,
+            cache if keep_results else None,
+            workflow.user_script,
+            lock_cache=cache,
+        )
+
     def evaluate(
         self,
         model: OliveModelHandler,

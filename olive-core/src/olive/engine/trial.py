@@ -40,6 +40,15 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+def model_path_under(model_json: dict[str, Any], folder: Path) -> Path | None:
+    """Where the model of ``model_json`` lies inside ``folder`` (relative, symlinks resolved), or None."""
+    raw = (model_json.get("config") or {}).get("model_path")
+    if raw is None:
+        return None
+    path, base = Path(raw).resolve(), folder.resolve()
+    return path.relative_to(base) if path == base or base in path.parents else None
+
+
 def model_from_record(record: dict[str, Any]) -> OliveModelHandler:
     """The model handler of a cached pass run."""
     model_json = {**record["model"], "config": dict(record["model"].get("config") or {})}
@@ -117,18 +126,9 @@ class TrialWorker:
             _WORKERS.clear()  # one search at a time per worker process
             cache = CacheStore(context.cache_root)
             cache.session_id = context.cache_session
-            workflow = context.workflow
-            evaluator = None
-            if workflow.evaluator is not None:
-                evaluator = ModelEvaluator(
-                    workflow.evaluator,
-                    workflow.data_configs,
-                    workflow.base_dir,
-                    context.execution_providers,
-                    cache if context.evaluation_cache else None,
-                    workflow.user_script,
-                    lock_cache=cache,
-                )
+            evaluator = ModelEvaluator.for_workflow(
+                context.workflow, context.execution_providers, cache, context.evaluation_cache
+            )
             input_model = OliveModelHandler.from_json(context.input_model_json)
             worker = _WORKERS[context.context_id] = cls(context, cache, evaluator, input_model)
         return worker
@@ -221,17 +221,13 @@ def _run_into_cache(
         output_model = instance.run(model, str(tmp / "output"))
         duration = time.perf_counter() - start
         model_json = output_model.to_json()
-        fields = model_json.get("config") or {}
-        raw_path = fields.get("model_path")
-        if raw_path is not None:
-            raw = Path(raw_path).resolve()
-            if raw == tmp or tmp in raw.parents:
-                fields["model_path"] = None
-                fields["model_path_rel"] = str(raw.relative_to(tmp))
-            elif not raw.exists():
-                raise PassRunError(
-                    f"it returned a model at '{raw}', which does not exist", owner=f"pass {identity.name}"
-                )
+        # The entry may move (renamed into place, a copied cache): its own files are recorded relative to it.
+        rel = model_path_under(model_json, tmp)
+        raw = model_json["config"].get("model_path")
+        if rel is not None:
+            model_json["config"].update(model_path=None, model_path_rel=str(rel))
+        elif raw is not None and not Path(raw).exists():
+            raise PassRunError(f"it returned a model at '{raw}', which does not exist", owner=f"pass {identity.name}")
         record = {
             "key": key,
             "pass_name": identity.name,

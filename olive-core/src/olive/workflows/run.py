@@ -195,17 +195,9 @@ def execute(prepared: PreparedWorkflow, show_progress: bool = False) -> Workflow
             )
     cache.ensure()
     cache.clean_stale_tmp()
-    evaluator = None
-    if workflow.evaluator is not None:
-        evaluator = ModelEvaluator(
-            workflow.evaluator,
-            workflow.data_configs,
-            workflow.base_dir,
-            prepared.execution_providers,
-            None if workflow.clean_evaluation_cache else cache,
-            workflow.user_script,
-            lock_cache=cache,
-        )
+    evaluator = ModelEvaluator.for_workflow(
+        workflow, prepared.execution_providers, cache, keep_results=not workflow.clean_evaluation_cache
+    )
     fire("olive_workflow_start", workflow=workflow)
     output = None
     # Warnings logged straight on the root logger (onnxruntime's tools do this) show once per run.
