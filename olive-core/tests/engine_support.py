@@ -74,6 +74,7 @@ class AddMatMuls(Pass):
 
     def _run_for_config(self, model: Any, config: Any, output_model_path: str) -> Any:
         if config.fail:
+            _log_run(self, config)  # an attempt, logged so tests can count them
             raise RuntimeError("AddMatMuls was told to fail")
         proto = model.load_model()
         # Unique names, so the pass can run twice in one chain.

@@ -48,6 +48,25 @@ def test_limits_pass_by_pass_and_random_match_the_sequential_executor(tmp_path: 
         assert parallel.best.model_id == sequential.best.model_id, name
 
 
+@pytest.mark.parametrize("executor", [None, {"type": "process", "max_workers": 1, "max_pending": 1}])
+def test_a_pass_run_that_failed_is_not_run_again_in_the_search(
+    tmp_path: Path, run_log: Path, executor: dict | None
+) -> None:
+    # Four chains start with the failing AddMatMuls run; one trial at a time, only the first attempts it.
+    strategy: dict[str, Any] = {"execution_order": "joint"}
+    if executor is not None:
+        strategy["executor"] = executor
+    workflow = base_workflow(
+        tmp_path,
+        passes={"add": {"type": "AddMatMuls", "n": 1, "extra": False, "fail": True}, "scale": {"type": "ScaleOutput"}},
+        search_strategy=strategy,
+    )
+    output = olive.run(workflow)
+    assert len(ran_passes(run_log)) == 1
+    assert [(n.pass_key, n.status) for n in output.footprint[1:]] == [("add", "failed")]
+    assert output.best is None and "AddMatMuls was told to fail" in output.reason
+
+
 def test_tpe_runs_distinct_points_with_bounded_pending_trials(tmp_path: Path) -> None:
     executor = {"type": "process", "max_workers": 2, "max_pending": 2}
     output = olive.run(search_workflow(tmp_path, "tpe", executor, sampler="tpe", seed=0, max_samples=6))

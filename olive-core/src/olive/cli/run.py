@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from olive.engine.results import Status
 from olive.exceptions import OliveError, PassConfigError, WorkflowConfigError
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
@@ -189,9 +190,9 @@ def _print_summary(output) -> None:
         # each model's id instead, one per line.
         table = _candidates_table(keys, rows, separate_values=False)
     console.print(table)
-    failed = sum(1 for n in output.footprint if n.status == "failed")
-    pruned = sum(1 for n in output.footprint if n.status == "pruned")
-    runs = [n for n in output.footprint if n.pass_key and n.status != "pruned"]
+    failed = sum(1 for n in output.footprint if n.status is Status.FAILED)
+    pruned = sum(1 for n in output.footprint if n.status is Status.PRUNED)
+    runs = [n for n in output.footprint if n.pass_key and n.status is not Status.PRUNED]
     cached = sum(1 for n in runs if n.cached)
     console.print(f"{len(runs)} pass run(s) ({cached} from cache), {failed} failed, {pruned} pruned")
     if output.best is not None:
