@@ -1,6 +1,6 @@
 """One search trial: run a chain of passes from a model with one search point, then evaluate the last model.
 
-:func:`run_step` is the one place a pass step runs, whatever the executor: resolve the point's config
+:meth:`TrialWorker.run_step` is the one place a pass step runs, whatever the executor: resolve the point's config
 (an invalid one prunes the point), ask the pass to validate it, compute the run's cache key, then reuse the
 cached run or run the pass into the cache. :meth:`TrialWorker.run` chains the steps of a trial and evaluates
 its last model, yielding typed events (:mod:`olive.engine.results`) that the engine records in order.
@@ -101,6 +101,10 @@ class TrialRequest:
     failed_runs: Mapping[tuple[str, str], str] = attrs.Factory(dict)
 
 
+# The worker of the current search in this process (see TrialWorker.for_context).
+_WORKERS: dict[str, TrialWorker] = {}
+
+
 class TrialWorker:
     """Runs trials of one search in one process: the cache, the evaluator and the input model, made once."""
 
@@ -142,7 +146,8 @@ class TrialWorker:
         model = OliveModelHandler.from_json(request.start_json)
         model_hash = request.start_hash
         for plan_key in request.plan_keys:
-            step = yield from run_step(self, self.plans[plan_key], request.point[plan_key], model, model_hash, request)
+            plan = self.plans[plan_key]
+            step = yield from self.run_step(plan, request.point[plan_key], model, model_hash, request.failed_runs)
             yield step
             if step.status is not Status.OK:
                 return
@@ -150,99 +155,100 @@ class TrialWorker:
         if request.evaluate and self.evaluator is not None:
             yield self.evaluator.evaluate(model, model_hash, self.input_model, self.context.input_hash)
 
+    def run_step(
+        self,
+        plan: PassPlan,
+        point: dict[str, Any],
+        model: OliveModelHandler,
+        model_hash: str,
+        failed_runs: Mapping[tuple[str, str], str],
+    ) -> Generator[StepStarted, None, StepResult]:
+        """Run one pass on ``model``, the one place a step runs: yields :class:`StepStarted` just before the run
+        (or the cache lookup) and returns the :class:`StepResult`.
 
-_WORKERS: dict[str, TrialWorker] = {}
+        An invalid config prunes the point; so does ``validate_config`` returning False. A run in
+        ``failed_runs`` (``(pass_key, run key) -> error``) is reported failed without running again.
+        """
+        alternative, params = plan.decode(point)
+        accelerator = self.context.accelerator
+        try:
+            config = alternative.generate_config(accelerator, params)
+        except PassConfigError as exc:
+            return StepResult(plan.key, Status.PRUNED, params, error=str(exc))
+        cfg_json = config.to_json()
+        with alternative.acting():
+            valid = alternative.pass_class.validate_config(config, accelerator)
+        if not valid:
+            return StepResult(plan.key, Status.PRUNED, cfg_json, error="validate_config returned False")
+        script_hash = self.script_hashes(alternative.user_script)
+        pass_class, identity = alternative.pass_class, alternative.identity
+        key = run_key(model_hash, model.to_json(), pass_class, identity, cfg_json, accelerator, script_hash)
+        known_failure = failed_runs.get((plan.key, key))
+        if known_failure is not None:
+            return StepResult(plan.key, Status.FAILED, cfg_json, key, error=known_failure)
+        yield StepStarted(plan.key, key, cfg_json)
+        start = time.perf_counter()
+        try:
+            record, cached = self._execute(alternative, config, model, key)
+        except Exception as exc:  # a pass may raise anything; it is a failed step
+            logger.debug("Pass %s failed:\n%s", plan.key, "".join(traceback.format_exception(exc)))
+            error = f"{type(exc).__name__}: {exc}"
+            duration = time.perf_counter() - start
+            return StepResult(plan.key, Status.FAILED, cfg_json, key, None, False, duration, error, exc)
+        return StepResult(plan.key, Status.OK, cfg_json, key, record, cached, time.perf_counter() - start)
 
+    def _execute(
+        self, alternative: PassAlternative, config: BasePassConfig, model: OliveModelHandler, key: str
+    ) -> tuple[dict[str, Any], bool]:
+        """Run one pass into the cache unless its entry exists; returns ``(record, cached)``.
 
-def run_step(
-    worker: TrialWorker,
-    plan: PassPlan,
-    point: dict[str, Any],
-    model: OliveModelHandler,
-    model_hash: str,
-    request: TrialRequest,
-) -> Generator[StepStarted, None, StepResult]:
-    """Run one pass of a trial on ``model``: yields :class:`StepStarted` just before the run (or the cache
-    lookup) and returns the :class:`StepResult`."""
-    alternative, params = plan.decode(point)
-    accelerator = worker.context.accelerator
-    try:
-        config = alternative.generate_config(accelerator, params)
-    except PassConfigError as exc:
-        return StepResult(plan.key, Status.PRUNED, params, error=str(exc))
-    cfg_json = config.to_json()
-    with alternative.acting():
-        valid = alternative.pass_class.validate_config(config, accelerator)
-    if not valid:
-        return StepResult(plan.key, Status.PRUNED, cfg_json, error="validate_config returned False")
-    script_hash = worker.script_hashes(alternative.user_script)
-    pass_class, identity = alternative.pass_class, alternative.identity
-    key = run_key(model_hash, model.to_json(), pass_class, identity, cfg_json, accelerator, script_hash)
-    known_failure = request.failed_runs.get((plan.key, key))
-    if known_failure is not None:
-        return StepResult(plan.key, Status.FAILED, cfg_json, key, error=known_failure)
-    yield StepStarted(plan.key, key, cfg_json)
-    start = time.perf_counter()
-    try:
-        record, cached = execute_pass(worker, alternative, config, model, key)
-    except Exception as exc:  # a pass may raise anything; it is a failed step
-        logger.debug("Pass %s failed:\n%s", plan.key, "".join(traceback.format_exception(exc)))
-        error = f"{type(exc).__name__}: {exc}"
-        return StepResult(plan.key, Status.FAILED, cfg_json, key, None, False, time.perf_counter() - start, error, exc)
-    return StepResult(plan.key, Status.OK, cfg_json, key, record, cached, time.perf_counter() - start)
-
-
-def execute_pass(
-    worker: TrialWorker, alternative: PassAlternative, config: BasePassConfig, model: OliveModelHandler, key: str
-) -> tuple[dict[str, Any], bool]:
-    """Run one pass into the cache unless its entry exists; returns ``(record, cached)``.
-
-    The run's lock is held while running, and the cache is looked up again once it is held: a worker
-    that waited for another doing the same run reuses its entry.
-    """
-    cache = worker.cache
-    record = cache.get_run(key)
-    if record is not None:
-        return record, True
-    with cache.host_lock(shared=True), cache.run_lock(key):
+        The run's lock is held while running, and the cache is looked up again once it is held: a worker
+        that waited for another doing the same run reuses its entry.
+        """
+        cache = self.cache
         record = cache.get_run(key)
         if record is not None:
             return record, True
-        return _run_into_cache(worker, alternative, config, model, key), False
+        with cache.host_lock(shared=True), cache.run_lock(key):
+            record = cache.get_run(key)
+            if record is not None:
+                return record, True
+            return self._run_into_cache(alternative, config, model, key), False
 
-
-def _run_into_cache(
-    worker: TrialWorker, alternative: PassAlternative, config: BasePassConfig, model: OliveModelHandler, key: str
-) -> dict[str, Any]:
-    cache, identity = worker.cache, alternative.identity
-    with cache.new_run(key) as tmp, alternative.acting():
-        start = time.perf_counter()
-        instance = alternative.pass_class(worker.context.accelerator, config, worker.context.host_device)
-        output_model = instance.run(model, str(tmp / "output"))
-        duration = time.perf_counter() - start
-        model_json = output_model.to_json()
-        # The entry may move (renamed into place, a copied cache): its own files are recorded relative to it.
-        rel = model_path_under(model_json, tmp)
-        raw = model_json["config"].get("model_path")
-        if rel is not None:
-            model_json["config"].update(model_path=None, model_path_rel=str(rel))
-        elif raw is not None and not Path(raw).exists():
-            raise PassRunError(f"it returned a model at '{raw}', which does not exist", owner=f"pass {identity.name}")
-        record = {
-            "key": key,
-            "pass_name": identity.name,
-            "distribution": identity.distribution,
-            "version": alternative.run_version,
-            "config": config.to_json(),
-            "accelerator": str(worker.context.accelerator),
-            "model": model_json,
-            "output_hash": hash_model(output_model),
-            "duration_s": round(duration, 6),
-            "created": time.time(),
-            "session": cache.session_id,
-        }
-        (tmp / "run.json").write_text(json.dumps(record, indent=1, sort_keys=True, default=str))
-    stored = cache.get_run(key)
-    if stored is None:  # pragma: no cover - new_run raises instead
-        raise PassRunError("its cache entry vanished after writing it", owner=f"pass {identity.name}")
-    return stored
+    def _run_into_cache(
+        self, alternative: PassAlternative, config: BasePassConfig, model: OliveModelHandler, key: str
+    ) -> dict[str, Any]:
+        cache, identity = self.cache, alternative.identity
+        with cache.new_run(key) as tmp, alternative.acting():
+            start = time.perf_counter()
+            instance = alternative.pass_class(self.context.accelerator, config, self.context.host_device)
+            output_model = instance.run(model, str(tmp / "output"))
+            duration = time.perf_counter() - start
+            model_json = output_model.to_json()
+            # The entry may move (renamed into place, a copied cache): its own files are recorded relative to it.
+            rel = model_path_under(model_json, tmp)
+            raw = model_json["config"].get("model_path")
+            if rel is not None:
+                model_json["config"].update(model_path=None, model_path_rel=str(rel))
+            elif raw is not None and not Path(raw).exists():
+                raise PassRunError(
+                    f"it returned a model at '{raw}', which does not exist", owner=f"pass {identity.name}"
+                )
+            record = {
+                "key": key,
+                "pass_name": identity.name,
+                "distribution": identity.distribution,
+                "version": alternative.run_version,
+                "config": config.to_json(),
+                "accelerator": str(self.context.accelerator),
+                "model": model_json,
+                "output_hash": hash_model(output_model),
+                "duration_s": round(duration, 6),
+                "created": time.time(),
+                "session": cache.session_id,
+            }
+            (tmp / "run.json").write_text(json.dumps(record, indent=1, sort_keys=True, default=str))
+        stored = cache.get_run(key)
+        if stored is None:  # pragma: no cover - new_run raises instead
+            raise PassRunError("its cache entry vanished after writing it", owner=f"pass {identity.name}")
+        return stored
