@@ -171,6 +171,15 @@ class CrashOnce(AddMatMuls):
         return super()._run_for_config(model, config, output_model_path)
 
 
+class NamesItself(AddMatMuls):
+    """AddMatMuls that records, in its output model's attributes, the identity it answers with while it runs."""
+
+    def _run_for_config(self, model: Any, config: Any, output_model_path: str) -> Any:
+        result = super()._run_for_config(model, config, output_model_path)
+        result.model_attributes["identity"] = [self.pass_name(), self.distribution(), self.distribution_version()]
+        return result
+
+
 def make_registry() -> PassRegistry:
     """A registry offering every pass of this module under its class name."""
     registry = PassRegistry(entry_points=False)

@@ -11,7 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_support import base_workflow, footprint_content, ran_passes, search_workflow, searched, wait_for_runs
+from engine_support import (
+    NamesItself,
+    base_workflow,
+    footprint_content,
+    ran_passes,
+    search_workflow,
+    searched,
+    wait_for_runs,
+)
 
 import olive
 from olive.exceptions import WorkflowConfigError
@@ -288,3 +296,26 @@ def test_hooks_fire_in_the_engine_in_the_sequential_order(tmp_path: Path) -> Non
         events[name] = recorder.events
     assert events["proc"] == events["seq"]
     assert sum(e[0] == "pass_end" for e in events["proc"]) >= 6
+
+
+def test_a_spawned_worker_runs_a_pass_under_the_identity_the_engine_resolved(
+    tmp_path: Path, engine_registry: Any
+) -> None:
+    # The spawned worker imports the class by module name; its own registry does not offer it under this name.
+    engine_registry.register(NamesItself, name="Renamed", distribution="renamed-dist", version="9.1")
+    outputs = {}
+    for name, executor in (("seq", None), ("spawn", {"type": "process", "max_workers": 1, "start_method": "spawn"})):
+        strategy: dict[str, Any] = {"execution_order": "joint"}
+        if executor is not None:
+            strategy["executor"] = executor
+        workflow = base_workflow(
+            tmp_path,
+            passes={"add": {"type": "Renamed", "n": searched(0, 1), "extra": False}},
+            search_strategy=strategy,
+            cache_dir=str(tmp_path / f"cache-{name}"),
+        )
+        outputs[name] = olive.run(workflow)
+    assert footprint_content(outputs["spawn"]) == footprint_content(outputs["seq"])
+    for node in outputs["spawn"].footprint[1:]:
+        assert (node.pass_name, node.pass_distribution, node.pass_version) == ("Renamed", "renamed-dist", "9.1")
+        assert node.model_json["config"]["model_attributes"]["identity"] == ["Renamed", "renamed-dist", "9.1"]
