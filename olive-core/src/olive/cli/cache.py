@@ -8,8 +8,6 @@ from pathlib import Path
 
 import click
 
-from olive.cache.store import CacheStore
-
 _CACHE_DIR = click.option(
     "--cache-dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -29,6 +27,8 @@ def cache_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def cache_info(cache_dir: Path, as_json: bool) -> None:
     """Show what the cache holds."""
+    from olive.cache.store import CacheStore
+
     info = CacheStore(cache_dir).info()
     if as_json:
         click.echo(json.dumps(info, indent=2))
@@ -48,6 +48,8 @@ def cache_info(cache_dir: Path, as_json: bool) -> None:
 @_CACHE_DIR
 def cache_clean(cache_dir: Path) -> None:
     """Delete the cache folder."""
+    from olive.cache.store import CacheStore
+
     store = CacheStore(cache_dir)
     if not store.root.exists():
         click.echo(f"{store.root}: nothing to clean")

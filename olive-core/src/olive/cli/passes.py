@@ -8,13 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from olive.hardware.accelerator import DEFAULT_CPU_ACCELERATOR
-from olive.passes.pass_config import to_json_value
-from olive.passes.type_check import describe_type
-from olive.plugins.registry import get_registry
-from olive.plugins.summaries import source_summary
-from olive.search.search_parameter import Categorical, SearchParameter
-
 if TYPE_CHECKING:
     from olive.plugins.registry import PassEntry
 
@@ -34,6 +27,8 @@ def passes_command(name: str | None, as_json: bool, check: bool) -> None:
     file) unless --check is given or OLIVE_STRICT_PLUGINS is set; NAME (``PassName`` or
     ``dist-name:PassName``) loads that one pass.
     """
+    from olive.plugins.registry import get_registry
+
     registry = get_registry()
     if name:
         _show_pass(registry, name, as_json)
@@ -65,6 +60,8 @@ _MIN_SUMMARY_WIDTH = 30
 
 def _summaries(entries: list[PassEntry]) -> dict[int, str | None]:
     # A loaded pass knows its docstring; for the others read it from the source without importing.
+    from olive.plugins.summaries import source_summary
+
     return {id(e): e.summary or (source_summary(e.value) if e.status != "blocked" else None) for e in entries}
 
 
@@ -120,6 +117,11 @@ def _escape(text: str) -> str:
 
 
 def _show_pass(registry: Any, name: str, as_json: bool) -> None:
+    from olive.hardware.accelerator import DEFAULT_CPU_ACCELERATOR
+    from olive.passes.pass_config import to_json_value
+    from olive.passes.type_check import describe_type
+    from olive.search.search_parameter import SearchParameter
+
     pass_class = registry.get_pass_class(name)
     entry = registry.get_entry(name)
     params = pass_class.default_config(DEFAULT_CPU_ACCELERATOR)
@@ -183,6 +185,8 @@ def _show_pass(registry: Any, name: str, as_json: bool) -> None:
 
 
 def _describe_search(param: Any) -> str:
+    from olive.search.search_parameter import Categorical
+
     if param is None:
         return "-"
     if isinstance(param, Categorical):

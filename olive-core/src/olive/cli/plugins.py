@@ -7,9 +7,6 @@ from typing import Any
 
 import click
 
-from olive.plugins.discovery import PLUGINS_GROUP, iter_entry_points, normalize_name
-from olive.plugins.registry import get_registry
-
 
 @click.command("plugins")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
@@ -58,6 +55,9 @@ def plugins_command(as_json: bool, requirements: bool) -> None:
 def collect_plugins(load_hooks: bool = True) -> list[dict[str, Any]]:
     """One dict per plugin distribution: ``name``, ``version``, ``passes``, ``hooks``, ``status``,
     ``errors``; sorted by name. Pass modules are never imported."""
+    from olive.plugins.discovery import normalize_name
+    from olive.plugins.registry import get_registry
+
     found: dict[str, dict[str, Any]] = {}
 
     def item(name: str, version: str) -> dict[str, Any]:
@@ -76,12 +76,12 @@ def collect_plugins(load_hooks: bool = True) -> list[dict[str, Any]]:
             record["status"] = entry.status
             record["errors"].append(f"{entry.name}: {entry.error}")
 
-    # The hook plugin manager (pluggy) loads only here: listing passes alone does not need it.
     if load_hooks:
         from olive.plugins.manager import get_plugin_manager
 
         records = get_plugin_manager().records
     else:
+        from olive.plugins.discovery import PLUGINS_GROUP, iter_entry_points
         from olive.plugins.manager import PluginRecord
 
         records = [

@@ -16,10 +16,6 @@ from typing import Any
 import click
 
 from olive.exceptions import OliveError
-from olive.plugins.discovery import normalize_name
-from olive.plugins.registry import get_registry
-from olive.report import write_report
-from olive.report.data import goals_of, report_data_from_output
 
 WORKFLOW_FILE = "quickstart.json"
 MODEL_DIR = "model"
@@ -116,6 +112,9 @@ def quickstart_workflow() -> dict[str, Any]:
 
 def check_distributions() -> None:
     """Raise one clear error if a pass distribution the quickstart uses is missing or blocked."""
+    from olive.plugins.discovery import normalize_name
+    from olive.plugins.registry import get_registry
+
     entries = get_registry().entries()
     missing: list[str] = []
     blocked: list[str] = []
@@ -204,6 +203,8 @@ def print_candidates(output: Any, goals: dict[str, str]) -> None:
     """The input model and every candidate, with the objectives, goals and Pareto flag."""
     from rich.console import Console
     from rich.table import Table
+
+    from olive.report.data import report_data_from_output
 
     data = report_data_from_output(output, goals)
     console = Console(width=None if sys.stdout.isatty() else 132)
@@ -296,7 +297,8 @@ def quickstart_command(directory: Path, force: bool, no_run: bool, verbose: bool
         click.echo(f"Run it with: olive run --config {workflow_path}")
         return
 
-    # The engine loads only when a run starts, so `olive quickstart --help` stays instant.
+    from olive.report import write_report
+    from olive.report.data import goals_of
     from olive.workflows.run import execute, prepare
 
     prepared = prepare(workflow_path)

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import click
 
-from olive.engine.results import Status
 from olive.exceptions import OliveError, PassConfigError, WorkflowConfigError
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
@@ -160,6 +159,8 @@ def _print_dry_run(prepared) -> None:
 def _print_summary(output) -> None:
     from rich.console import Console
     from rich.measure import Measurement
+
+    from olive.engine.results import Status
 
     console = Console()
     keys = [o["key"] for o in output.objectives]

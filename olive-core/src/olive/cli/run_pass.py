@@ -7,11 +7,10 @@ import shutil
 import sys
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from olive.engine.output_writer import MODEL_FILE, claim_files, foreign_files, refuse_foreign
-from olive.engine.trial import model_path_under
 from olive.exceptions import (
     ExecutionProviderError,
     ModelLoadError,
@@ -21,10 +20,9 @@ from olive.exceptions import (
     UnknownPassError,
     WorkflowConfigError,
 )
-from olive.hardware.accelerator import AcceleratorSpec, filter_execution_providers
-from olive.model.handler import OliveModelHandler, ONNXModelHandler
-from olive.paths import system_folder_reason
-from olive.plugins.registry import get_registry
+
+if TYPE_CHECKING:
+    from olive.model.handler import OliveModelHandler
 
 
 def _parse_config(text: str | None) -> dict:
@@ -102,6 +100,13 @@ def run_pass_command(
 
 
 def _run(pass_name: str, pass_config: str | None, model_path: Path, output_dir: Path, device: str, ep: str):
+    # Loaded when the command runs, so `olive run-pass --help` stays instant.
+    from olive.engine.output_writer import MODEL_FILE, claim_files, foreign_files, refuse_foreign
+    from olive.hardware.accelerator import AcceleratorSpec, filter_execution_providers
+    from olive.model.handler import ONNXModelHandler
+    from olive.paths import system_folder_reason
+    from olive.plugins.registry import get_registry
+
     config = _parse_config(pass_config)
     try:
         pass_class = get_registry().get_pass_class(pass_name)
@@ -156,6 +161,9 @@ def _run(pass_name: str, pass_config: str | None, model_path: Path, output_dir: 
 
 def _moved(model: OliveModelHandler, staging: Path, output_dir: Path) -> OliveModelHandler:
     """The handler of ``model`` once its files moved from ``staging`` into ``output_dir``."""
+    from olive.engine.trial import model_path_under
+    from olive.model.handler import OliveModelHandler
+
     data = model.to_json()
     rel = model_path_under(data, staging)
     if rel is not None:

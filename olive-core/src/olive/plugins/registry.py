@@ -20,13 +20,11 @@ from __future__ import annotations
 import sys
 import threading
 from contextlib import AbstractContextManager, suppress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from olive.exceptions import AmbiguousPassError, PluginLoadError, UnknownPassError, closest_match_hint
-from olive.hardware.accelerator import DEFAULT_CPU_ACCELERATOR
-from olive.passes.olive_pass import Pass
 from olive.plugins.discovery import (
     PASSES_GROUP,
     STRICT_PLUGINS_ENV,
@@ -37,6 +35,9 @@ from olive.plugins.discovery import (
 )
 from olive.plugins.identity import PassIdentity, acting_as, answer_with_process_wide_registry
 from olive.plugins.process_wide import ProcessWide
+
+if TYPE_CHECKING:
+    from olive.passes.olive_pass import Pass
 
 __all__ = ["PassEntry", "PassIdentity", "PassRegistry", "get_registry", "set_registry", "use_registry"]
 
@@ -199,6 +200,9 @@ class PassRegistry:
         Registering a name again for the same distribution replaces the earlier class; the same name
         from another distribution makes the bare name ambiguous, as for installed distributions.
         """
+        # The Pass contract loads only when a class is registered or loaded: listing passes does not need it.
+        from olive.passes.olive_pass import Pass
+
         if not (isinstance(pass_class, type) and issubclass(pass_class, Pass)):
             raise PluginLoadError(f"cannot register {pass_class!r}: it is not a subclass of olive.passes.Pass")
         name = name or pass_class.__name__
@@ -342,6 +346,9 @@ class PassRegistry:
         self._finish_load(entry, obj)
 
     def _finish_load(self, entry: PassEntry, obj: Any) -> None:
+        from olive.hardware.accelerator import DEFAULT_CPU_ACCELERATOR
+        from olive.passes.olive_pass import Pass
+
         if not (isinstance(obj, type) and issubclass(obj, Pass)):
             kind = f"class {obj.__module__}.{obj.__qualname__}" if isinstance(obj, type) else type(obj).__name__
             exc = TypeError(f"{entry.value} is a {kind}, not a subclass of olive.passes.Pass")
