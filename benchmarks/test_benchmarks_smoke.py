@@ -1,11 +1,17 @@
-"""The graph and parallel benchmarks still run (their --quick modes); no timing is asserted."""
+"""The benchmarks still run (their --quick modes) and report every number; no timing is asserted.
+
+They run in the e2e environment (``tox -e e2e``), not in the packages' unit suites.
+"""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 HERE = Path(__file__).parent
 
@@ -29,3 +35,27 @@ def test_parallel_benchmark_runs_every_local_executor():
     rows = json.loads(_run("bench_parallel.py", "--no-ray", "--json"))
     assert [(r["executor"], r["workers"]) for r in rows] == [("sequential", 1), ("process", 1), ("process", 2)]
     assert all(r["points"] == 4 and r["wall_s"] > 0 for r in rows)
+
+
+def test_engine_overhead_benchmark_reports_every_number():
+    report = json.loads(_run("bench_engine_overhead.py", "--json").strip().splitlines()[-1])
+    assert report["points"] == 8
+    for key in ("direct_ms_per_call", "search_point_cold_ms", "cached_lookup_warm_ms", "fixed_per_run_ms"):
+        assert report[key] > 0
+
+
+def test_startup_benchmark_quick_mode(capsys: pytest.CaptureFixture[str]) -> None:
+    spec = importlib.util.spec_from_file_location("bench_startup", HERE / "bench_startup.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    table = bench.main(["--quick", "--plugins", "1", "2", "--repeats", "1"])
+    lines = table.splitlines()
+    assert lines[2] == (
+        "| generated plugin distributions | passes listed | `python -c pass` | `olive --help` | `olive passes` |"
+    )
+    rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in lines[4:]]
+    assert [row[0] for row in rows] == ["1", "2"]
+    assert int(rows[1][1]) == int(rows[0][1]) + 1  # one more generated pass is listed
+    for row in rows:
+        assert all(float(cell) > 0 for cell in row[2:])
+    assert table in capsys.readouterr().out

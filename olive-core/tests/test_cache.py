@@ -9,35 +9,18 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
-from test_engine_support import base_workflow, make_registry, write_mlp
+from engine_support import base_workflow, ran_passes, wait_for_runs, write_mlp
 
 import olive
 from olive.cache.store import CacheStore, hash_model
 from olive.model.handler import ONNXModelHandler
-from olive.plugins.registry import use_registry
 
 TESTS_DIR = Path(__file__).parent
 
-
-@pytest.fixture(autouse=True)
-def _registry():
-    with use_registry(make_registry()) as registry:
-        yield registry
-
-
-@pytest.fixture
-def run_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    log = tmp_path / "runs.log"
-    monkeypatch.setenv("OLIVE_TEST_RUN_LOG", str(log))
-    return log
-
-
-def _ran(log: Path) -> list[tuple[str, dict]]:
-    if not log.exists():
-        return []
-    return [(e["pass"], e["config"]) for e in map(json.loads, log.read_text().splitlines())]
+pytestmark = pytest.mark.usefixtures("engine_registry")
 
 
 def _two_pass_workflow(tmp_path: Path, scale: float = 2.0, **extra) -> dict:
@@ -54,9 +37,9 @@ def test_a_second_identical_run_does_no_pass_work_and_gives_the_same_model(tmp_p
     first = olive.run(data)
     first_model = (tmp_path / "out" / "model.onnx").read_bytes()
     # AddMatMuls: 3 points, each followed by ScaleOutput with truncate searched (scale is pinned): 3 + 6
-    assert len(_ran(run_log)) == 9
+    assert len(ran_passes(run_log)) == 9
     second = olive.run(data)
-    assert len(_ran(run_log)) == 9
+    assert len(ran_passes(run_log)) == 9
     runs = [n for n in second.footprint if n.pass_key]
     assert len(runs) == 9 and all(n.cached and n.timings["run"] == 0.0 for n in runs)
     assert second.best.model_id == first.best.model_id
@@ -67,32 +50,32 @@ def test_a_second_identical_run_does_no_pass_work_and_gives_the_same_model(tmp_p
 
 def test_a_changed_pass_config_reruns_only_that_pass_and_what_follows(tmp_path: Path, run_log: Path) -> None:
     olive.run(_two_pass_workflow(tmp_path, scale=2.0))
-    assert [name for name, _ in _ran(run_log)] == ["AddMatMuls", "ScaleOutput"]
+    assert [name for name, _ in ran_passes(run_log)] == ["AddMatMuls", "ScaleOutput"]
     output = olive.run(_two_pass_workflow(tmp_path, scale=3.0))
-    assert [name for name, _ in _ran(run_log)] == ["AddMatMuls", "ScaleOutput", "ScaleOutput"]
+    assert [name for name, _ in ran_passes(run_log)] == ["AddMatMuls", "ScaleOutput", "ScaleOutput"]
     assert [n.cached for n in output.footprint[1:]] == [True, False]
     changed_first = _two_pass_workflow(tmp_path, scale=3.0)
     changed_first["passes"]["add"]["n"] = 2
     olive.run(changed_first)
-    assert [name for name, _ in _ran(run_log)][3:] == ["AddMatMuls", "ScaleOutput"]
+    assert [name for name, _ in ran_passes(run_log)][3:] == ["AddMatMuls", "ScaleOutput"]
 
 
 def test_the_key_follows_the_input_model_bytes_not_its_path(tmp_path: Path, run_log: Path) -> None:
     olive.run(_two_pass_workflow(tmp_path))
-    assert len(_ran(run_log)) == 2
+    assert len(ran_passes(run_log)) == 2
     # Same bytes in another place: reused.
     copy = write_mlp(tmp_path / "elsewhere")
     data = _two_pass_workflow(tmp_path)
     data["input_model"]["model_path"] = str(copy)
     olive.run(data)
-    assert len(_ran(run_log)) == 2
+    assert len(ran_passes(run_log)) == 2
     # Different bytes under the original path: rerun.
     from olive.testing.models import mlp_model, save_model
 
     data = _two_pass_workflow(tmp_path)  # (writes the seed-0 model again)
     save_model(mlp_model(seed=1), tmp_path / "input")
     olive.run(data)
-    assert len(_ran(run_log)) == 4
+    assert len(ran_passes(run_log)) == 4
 
 
 def test_the_user_script_is_keyed_by_content(tmp_path: Path, run_log: Path) -> None:
@@ -100,10 +83,10 @@ def test_the_user_script_is_keyed_by_content(tmp_path: Path, run_log: Path) -> N
     script.write_text("VALUE = 1\n")
     olive.run(_two_pass_workflow(tmp_path, user_script=str(script)))
     olive.run(_two_pass_workflow(tmp_path, user_script=str(script)))
-    assert len(_ran(run_log)) == 2
+    assert len(ran_passes(run_log)) == 2
     script.write_text("VALUE = 2\n")
     olive.run(_two_pass_workflow(tmp_path, user_script=str(script)))
-    assert len(_ran(run_log)) == 4
+    assert len(ran_passes(run_log)) == 4
 
 
 def test_external_data_is_part_of_the_model_hash(tmp_path: Path) -> None:
@@ -136,7 +119,7 @@ def test_a_failed_run_leaves_nothing_in_the_cache(tmp_path: Path) -> None:
 def _subprocess_run(config: Path, env: dict[str, str]) -> subprocess.Popen:
     script = (
         "import sys; sys.path.insert(0, sys.argv[1]);"
-        "from test_engine_support import make_registry;"
+        "from engine_support import make_registry;"
         "from olive.plugins.registry import set_registry; set_registry(make_registry());"
         "from olive.cli.main import main; main(sys.argv[2:])"
     )
@@ -159,12 +142,8 @@ def test_sigkill_mid_run_then_rerun_reuses_finished_pass_runs(tmp_path: Path) ->
     log = tmp_path / "runs.log"
     proc = _subprocess_run(config, {"OLIVE_TEST_RUN_LOG": str(log), "OLIVE_TEST_SLEEP": "slow:60"})
     try:
-        deadline = time.monotonic() + 60
         # The slow pass logs (after writing its model, before sleeping): the first pass is finished by then.
-        while len(_ran(log)) < 2:
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the run did not reach the slow pass"
-            time.sleep(0.05)
+        wait_for_runs(proc, log, 2, "the run did not reach the slow pass")
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.communicate()
@@ -176,7 +155,7 @@ def test_sigkill_mid_run_then_rerun_reuses_finished_pass_runs(tmp_path: Path) ->
     rerun = _subprocess_run(config, {"OLIVE_TEST_RUN_LOG": str(log)})
     _, err = rerun.communicate(timeout=120)
     assert rerun.returncode == 0, err
-    assert [c["marker"] for _, c in _ran(log)] == [None, "slow", "slow"]
+    assert [c["marker"] for _, c in ran_passes(log)] == [None, "slow", "slow"]
     assert not list((tmp_path / "cache" / "tmp").iterdir())
     assert len(list((tmp_path / "cache" / "runs").glob("*/*"))) == 2
 
@@ -205,19 +184,28 @@ def test_a_run_another_process_is_doing_is_waited_for_and_reused(tmp_path: Path)
     second_config.write_text(json.dumps({**data, "output_dir": str(tmp_path / "out1")}))
     env = {"OLIVE_TEST_SLEEP": "slow:2", "OLIVE_TEST_RUN_LOG": str(log)}
     first = _subprocess_run(first_config, env)
-    deadline = time.monotonic() + 60
-    while not _ran(log):  # the first run is inside the pass, holding its lock
-        assert first.poll() is None, first.communicate()
-        assert time.monotonic() < deadline, "the first run did not reach the pass"
-        time.sleep(0.05)
+    wait_for_runs(first, log, 1, "the first run did not reach the pass")  # inside the pass, holding its lock
     second = _subprocess_run(second_config, env)
     for proc in (first, second):
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
-    assert len(_ran(log)) == 1  # the second waited for the first's entry instead of redoing the run
+    assert len(ran_passes(log)) == 1  # the second waited for the first's entry instead of redoing the run
     assert (tmp_path / "out0" / "model.onnx").read_bytes() == (tmp_path / "out1" / "model.onnx").read_bytes()
 
 
+def _flocks(path: Path) -> dict[int, str]:
+    """``pid -> "holds" | "waits"`` for the flock locks on ``path``, as the kernel lists them in /proc/locks."""
+    inode = f":{path.stat().st_ino} "
+    found: dict[int, str] = {}
+    for line in Path("/proc/locks").read_text().splitlines():
+        if " FLOCK " in line and inode in line:
+            fields = line.split()
+            waiting = fields[1] == "->"
+            found[int(fields[5 if waiting else 4])] = "waits" if waiting else "holds"
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/locks").exists(), reason="reads the kernel's lock table (Linux)")
 def test_locks_exclude_across_processes_and_shared_holders_coexist(tmp_path: Path) -> None:
     store = CacheStore(tmp_path / "cache")
     events = tmp_path / "events"
@@ -237,30 +225,36 @@ def test_locks_exclude_across_processes_and_shared_holders_coexist(tmp_path: Pat
     def start(mode: str, name: str) -> subprocess.Popen:
         return subprocess.Popen([sys.executable, "-c", holder, str(store.root), str(events), mode, name])
 
-    def wait_for(line: str) -> None:
+    def wait_until(done: Any, what: str) -> None:
         deadline = time.monotonic() + 60
-        while not (events.exists() and line in events.read_text().split()):
-            assert time.monotonic() < deadline, events.read_text() if events.exists() else "no events"
+        while not done():
+            assert time.monotonic() < deadline, f"{what}; events: {events.read_text() if events.exists() else ''}"
             time.sleep(0.02)
+
+    def wait_for(line: str) -> None:
+        wait_until(lambda: events.exists() and line in events.read_text().split(), f"no {line}")
 
     def release(name: str) -> None:
         (tmp_path / f"release-{name}").touch()
 
-    procs = [start("shared", "r1")]
+    lock_file = store.root / "locks" / "host-x.lock"
+    r1 = start("shared", "r1")
     wait_for("r1-in")
-    procs.append(start("shared", "r2"))
+    r2 = start("shared", "r2")
     wait_for("r2-in")  # a second shared holder gets in while the first holds it
-    procs.append(start("exclusive", "w"))
-    wait_for("w-waiting")
-    time.sleep(0.5)  # time for a lock that failed to exclude to let the writer in
+    assert _flocks(lock_file) == {r1.pid: "holds", r2.pid: "holds"}
+    w = start("exclusive", "w")
+    # The kernel lists the writer as waiting for the lock: it is blocked, not merely slow to get in.
+    wait_until(lambda: _flocks(lock_file).get(w.pid) == "waits", "the writer never waited for the lock")
     assert "w-in" not in events.read_text().split()
     release("r1")
     wait_for("r1-out")
-    time.sleep(0.2)
-    assert "w-in" not in events.read_text().split()  # r2 still holds it shared
+    # r2 still holds it shared, so the writer waits on after r1 left.
+    wait_until(lambda: _flocks(lock_file) == {r2.pid: "holds", w.pid: "waits"}, "r1 did not leave the lock")
+    assert "w-in" not in events.read_text().split()
     release("r2")
     release("w")
-    for proc in procs:
+    for proc in (r1, r2, w):
         assert proc.wait(timeout=60) == 0
     lines = events.read_text().split()
     # The exclusive holder got in only after both shared holders left.
@@ -280,7 +274,7 @@ def test_the_accelerator_is_in_the_key_only_of_passes_that_depend_on_it(tmp_path
 
     run("cpu")
     run("gpu")
-    assert [name for name, _ in _ran(run_log)] == ["AddMatMuls", "PerDevice", "PerDevice"]
+    assert [name for name, _ in ran_passes(run_log)] == ["AddMatMuls", "PerDevice", "PerDevice"]
 
 
 def test_files_a_config_names_are_keyed_by_content(tmp_path: Path, run_log: Path) -> None:
@@ -306,13 +300,13 @@ def test_files_a_config_names_are_keyed_by_content(tmp_path: Path, run_log: Path
     config.write_text(json.dumps(data))
     olive.run(config)
     olive.run(config)
-    assert len(_ran(run_log)) == 1
+    assert len(ran_passes(run_log)) == 1
     np.savez(tmp_path / "calib.npz", input=np.ones((2, 16), dtype=np.float32))
     olive.run(config)
-    assert len(_ran(run_log)) == 2
+    assert len(ran_passes(run_log)) == 2
     (tmp_path / "table.txt").write_text("b")
     olive.run(config)
-    assert len(_ran(run_log)) == 3
+    assert len(ran_passes(run_log)) == 3
 
 
 def test_a_cache_that_cannot_be_written_is_one_error_naming_the_folder(tmp_path: Path) -> None:

@@ -12,22 +12,18 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from engine_support import agreement_metric, base_workflow, count_matmuls, size_metric, with_evaluator, write_mlp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_engine_support import base_workflow, count_matmuls, make_registry, write_mlp
 
 from olive.cli.main import cli
 from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import model_proto_to_olive_model
-from olive.plugins.registry import use_registry
 
 TESTS_DIR = Path(__file__).parent
 
 
-@pytest.fixture(autouse=True)
-def _registry():
-    with use_registry(make_registry()) as registry:
-        yield registry
+pytestmark = pytest.mark.usefixtures("engine_registry")
 
 
 def _invoke(*args: str) -> Any:
@@ -116,7 +112,7 @@ def _valid_config(root: Path) -> dict:
 
     write_mlp(root / "model")
     np.savez(root / "calib.npz", input=np.zeros((4, 16), dtype=np.float32))
-    return {
+    workflow = {
         "workflow_id": "w",
         "input_model": {"type": "ONNXModel", "config": {"model_path": "model/model.onnx"}},
         "systems": {
@@ -125,36 +121,14 @@ def _valid_config(root: Path) -> dict:
                 "accelerators": [{"device": "cpu", "execution_providers": ["CPUExecutionProvider"]}],
             }
         },
-        "data_configs": [
-            {
-                "name": "calib",
-                "type": "NpzDataContainer",
-                "load_dataset_config": {"data_path": "calib.npz"},
-                "dataloader_config": {"batch_size": 2},
-            }
-        ],
-        "evaluators": {
-            "common": {
-                "metrics": [
-                    {"name": "size", "type": "size_on_disk", "sub_types": [{"name": "bytes", "priority": 1}]},
-                    {
-                        "name": "agree",
-                        "type": "agreement",
-                        "data_config": "calib",
-                        "sub_types": [
-                            {"name": "cosine_mean", "priority": 2, "goal": {"type": "threshold", "value": 0.9}}
-                        ],
-                    },
-                ]
-            }
-        },
-        "evaluator": "common",
         "target": "local",
         "passes": {"add": {"type": "AddMatMuls", "config": {"n": 1}}, "scale": {"type": "ScaleOutput"}},
         "search_strategy": {"execution_order": "joint", "sampler": "sequential", "max_samples": 4, "seed": 0},
         "cache_dir": "cache",
         "output_dir": "out",
     }
+    metrics = (size_metric(), agreement_metric(0.9))
+    return with_evaluator(workflow, *metrics, data="calib.npz", dataloader_config={"batch_size": 2})
 
 
 def _paths(value: Any, prefix: tuple = ()) -> list[tuple]:
@@ -257,7 +231,7 @@ def test_invalid_config_in_a_real_subprocess_exits_2(tmp_path: Path) -> None:
     config = _write(tmp_path / "wf.json", data)
     script = (
         "import sys; sys.path.insert(0, sys.argv[1]);"
-        "from test_engine_support import make_registry;"
+        "from engine_support import make_registry;"
         "from olive.plugins.registry import set_registry; set_registry(make_registry());"
         "from olive.cli.main import main; main(sys.argv[2:])"
     )
@@ -411,8 +385,8 @@ class _WritesThenFails(Pass):
         raise RuntimeError("crashed after writing")
 
 
-def test_a_failing_run_pass_leaves_the_output_folder_as_it_was(tmp_path: Path, _registry: Any) -> None:
-    _registry.register(_WritesThenFails, name="WritesThenFails")
+def test_a_failing_run_pass_leaves_the_output_folder_as_it_was(tmp_path: Path, engine_registry: Any) -> None:
+    engine_registry.register(_WritesThenFails, name="WritesThenFails")
     model = write_mlp(tmp_path / "in")
     fresh = _invoke("run-pass", "--pass-name", "WritesThenFails", "-m", str(model), "-o", str(tmp_path / "new"))
     assert fresh.exit_code == 1 and "crashed after writing" in fresh.stderr

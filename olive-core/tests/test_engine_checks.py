@@ -10,29 +10,21 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from test_engine_support import AddMatMuls, ScaleOutput, base_workflow, make_registry
+from engine_support import (
+    AddMatMuls,
+    ScaleOutput,
+    agreement_metric,
+    base_workflow,
+    with_evaluator,
+    write_calibration,
+)
 
 import olive
 from olive.cli.main import cli
 from olive.exceptions import WorkflowConfigError
 from olive.hardware.accelerator import DEFAULT_CPU_ACCELERATOR
-from olive.plugins.registry import use_registry
 
-
-@pytest.fixture(autouse=True)
-def _registry():
-    with use_registry(make_registry()) as registry:
-        yield registry
-
-
-def _evaluated(workflow: dict, tmp_path: Path, *metrics: dict, data: Path | None = None) -> dict:
-    if data is not None:
-        workflow["data_configs"] = [
-            {"name": "calib", "type": "NpzDataContainer", "load_dataset_config": {"data_path": str(data)}}
-        ]
-    workflow["evaluators"] = {"common": {"metrics": list(metrics)}}
-    workflow["evaluator"] = "common"
-    return workflow
+pytestmark = pytest.mark.usefixtures("engine_registry")
 
 
 def test_a_custom_metric_naming_a_missing_function_fails_before_any_pass(tmp_path: Path, monkeypatch) -> None:
@@ -47,7 +39,7 @@ def test_a_custom_metric_naming_a_missing_function_fails_before_any_pass(tmp_pat
     }
     # Without a baseline the first evaluation would come after the first pass.
     workflow = base_workflow(tmp_path, passes={"add": {"type": "AddMatMuls", "n": 1}}, evaluate_input_model=False)
-    workflow = _evaluated(workflow, tmp_path, metric)
+    workflow = with_evaluator(workflow, metric)
     with pytest.raises(WorkflowConfigError, match=r"evaluators\.common\.metrics\[0\]\.user_config\.evaluate_func"):
         olive.run(workflow)
     config = tmp_path / "wf.json"
@@ -75,7 +67,7 @@ def test_editing_the_npz_recomputes_cached_metrics(tmp_path: Path) -> None:
 
     def run() -> Any:
         workflow = base_workflow(tmp_path, passes={"scale": {"type": "ScaleOutput", "scale": -1.0}})
-        return olive.run(_evaluated(workflow, tmp_path, metric, data=data)).footprint[-1]
+        return olive.run(with_evaluator(workflow, metric, data=data)).footprint[-1]
 
     first = run()
     again = run()
@@ -118,7 +110,7 @@ def test_timing_metrics_record_where_they_were_measured(tmp_path: Path, executor
     if executor is not None:
         strategy["executor"] = executor
     workflow = base_workflow(tmp_path, passes={"scale": {"type": "ScaleOutput"}}, search_strategy=strategy)
-    output = olive.run(_evaluated(workflow, tmp_path, latency))
+    output = olive.run(with_evaluator(workflow, latency))
     measured = [n for n in output.footprint if n.metrics]
     assert len(measured) == 5  # the input model and 4 points
     for node in measured:
@@ -126,3 +118,54 @@ def test_timing_metrics_record_where_they_were_measured(tmp_path: Path, executor
         assert node.timings["measured_alone"] is True
     # The lock files live in the cache folder, which olive cache clean removes with it.
     assert any((tmp_path / "cache" / "locks").glob("host-*.lock"))
+
+
+def _latency(goal: dict | None = None) -> dict:
+    sub: dict[str, Any] = {"name": "avg", "priority": 1}
+    if goal is not None:
+        sub["goal"] = goal
+    return {"name": "latency", "type": "latency", "sub_types": [sub], "warmup_num": 1, "repeat_test_num": 3}
+
+
+@pytest.mark.parametrize("goal_first", [True, False], ids=["goal-then-agreement", "agreement-then-goal"])
+def test_a_relative_goal_measures_the_input_model_whatever_the_metric_order(tmp_path: Path, goal_first: bool) -> None:
+    data = write_calibration(tmp_path / "calib.npz", rows=4)
+    # Any latency is within 1000000% of the input model's: the goal is met once it can be resolved.
+    latency = _latency({"type": "percent-max-degradation", "value": 1_000_000})
+    agreement = agreement_metric(priority=None)
+    metrics = [latency, agreement] if goal_first else [agreement, latency]
+    workflow = base_workflow(tmp_path, passes={"add": {"type": "AddMatMuls", "n": 1}}, evaluate_input_model=False)
+    output = olive.run(with_evaluator(workflow, *metrics, data=data))
+    baseline = output.footprint[0]
+    assert baseline.model_id == "input_model"
+    assert sorted(baseline.metrics) == ["agree-cosine_mean", "latency-avg"]
+    assert output.best is not None and output.best.meets_goals is True
+
+
+def test_threshold_goals_leave_the_input_model_unmeasured_when_asked(tmp_path: Path) -> None:
+    data = write_calibration(tmp_path / "calib.npz", rows=4)
+    workflow = base_workflow(tmp_path, passes={"add": {"type": "AddMatMuls", "n": 1}}, evaluate_input_model=False)
+    output = olive.run(with_evaluator(workflow, _latency(), agreement_metric(0.9, priority=None), data=data))
+    assert output.footprint[0].metrics is None
+    assert output.best is not None and output.best.meets_goals is True
+
+
+class _RecordsHost(AddMatMuls):
+    """AddMatMuls that records the ``host_device`` it was given in its output model's attributes."""
+
+    def _run_for_config(self, model: Any, config: Any, output_model_path: str) -> Any:
+        result = super()._run_for_config(model, config, output_model_path)
+        result.model_attributes["host_device"] = self.host_device
+        return result
+
+
+def test_passes_run_with_the_host_systems_device(tmp_path: Path, engine_registry: Any) -> None:
+    engine_registry.register(_RecordsHost, name="RecordsHost")
+
+    def host_device(**extra: Any) -> Any:
+        workflow = base_workflow(tmp_path, passes={"add": {"type": "RecordsHost", "n": 1}}, **extra)
+        return olive.run(workflow).best.model_json["config"]["model_attributes"]["host_device"]
+
+    assert host_device() is None
+    systems = {"here": {"type": "LocalSystem", "accelerators": [{"device": "npu"}]}}
+    assert host_device(systems=systems, host="here", cache_dir=str(tmp_path / "other-cache")) == "npu"

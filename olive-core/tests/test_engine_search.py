@@ -7,45 +7,28 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_engine_support import AddMatMuls, base_workflow, count_matmuls, make_registry
+from engine_support import (
+    AddMatMuls,
+    agreement_metric,
+    base_workflow,
+    count_matmuls,
+    ran_passes,
+    searched,
+    size_metric,
+    with_evaluator,
+    write_calibration,
+)
 
 import olive
 from olive.exceptions import PassConfigError, PassParamError, PassRunError
 from olive.plugins.manager import new_plugin_manager, use_plugin_manager
 from olive.plugins.markers import hookimpl
-from olive.plugins.registry import use_registry
 
-
-@pytest.fixture(autouse=True)
-def _registry():
-    with use_registry(make_registry()) as registry:
-        yield registry
-
-
-def _search(*values: Any) -> dict:
-    return {"olive_parameter_type": "SearchParameter", "type": "Categorical", "support": list(values)}
-
-
-SIZE = {"name": "size", "type": "size_on_disk", "sub_types": [{"name": "bytes", "priority": 1}]}
-
-
-def _agreement(goal: float | None = None) -> dict:
-    sub: dict[str, Any] = {"name": "cosine_mean", "priority": 2}
-    if goal is not None:
-        sub["goal"] = {"type": "threshold", "value": goal}
-    return {"name": "agree", "type": "agreement", "data_config": "calib", "sub_types": [sub]}
+pytestmark = pytest.mark.usefixtures("engine_registry")
 
 
 def _with_evaluator(tmp_path: Path, data: dict, *metrics: dict) -> dict:
-    import numpy as np
-
-    np.savez(tmp_path / "calib.npz", input=np.random.default_rng(0).standard_normal((8, 16)).astype(np.float32))
-    data["data_configs"] = [
-        {"name": "calib", "type": "NpzDataContainer", "load_dataset_config": {"data_path": str(tmp_path / "calib.npz")}}
-    ]
-    data["evaluators"] = {"common": {"metrics": list(metrics)}}
-    data["evaluator"] = "common"
-    return data
+    return with_evaluator(data, *metrics, data=write_calibration(tmp_path / "calib.npz"))
 
 
 def _config_of(node: Any, *keys: str) -> tuple:
@@ -53,7 +36,9 @@ def _config_of(node: Any, *keys: str) -> tuple:
 
 
 def test_conditional_space_runs_exactly_the_valid_points_and_picks_the_measured_best(tmp_path: Path) -> None:
-    data = _with_evaluator(tmp_path, base_workflow(tmp_path, search_strategy={"execution_order": "joint"}), SIZE)
+    data = _with_evaluator(
+        tmp_path, base_workflow(tmp_path, search_strategy={"execution_order": "joint"}), size_metric()
+    )
     output = olive.run(data)
     ran = [n for n in output.footprint if n.pass_key == "add"]
     assert sorted(_config_of(n, "n", "extra") for n in ran) == [(0, False), (1, False), (1, True)]
@@ -77,7 +62,7 @@ def test_goals_filter_the_candidates(tmp_path: Path) -> None:
             search_strategy={"execution_order": "joint"},
             output_dir=str(tmp_path / sub),
         )
-        return olive.run(_with_evaluator(tmp_path, data, SIZE, _agreement(goal)))
+        return olive.run(_with_evaluator(tmp_path, data, size_metric(), agreement_metric(goal)))
 
     free = run(None, "free")
     # Smallest file wins without goals: the truncated model (whose outputs point the other way).
@@ -104,7 +89,7 @@ def test_stop_when_goals_met_stops_at_the_first_good_point(tmp_path: Path) -> No
         search_strategy={"execution_order": "joint", "stop_when_goals_met": True},
         passes={"scale": {"type": "ScaleOutput"}},
     )
-    output = olive.run(_with_evaluator(tmp_path, data, SIZE, _agreement(0.99)))
+    output = olive.run(_with_evaluator(tmp_path, data, size_metric(), agreement_metric(0.99)))
     assert [n.model_id == "input_model" or n.pass_key for n in output.footprint] == [True, "scale"]
     assert output.best.meets_goals
 
@@ -112,7 +97,7 @@ def test_stop_when_goals_met_stops_at_the_first_good_point(tmp_path: Path) -> No
 def test_pruned_points_are_recorded_and_not_counted(tmp_path: Path) -> None:
     data = base_workflow(
         tmp_path,
-        passes={"add": {"type": "AddMatMuls", "n": 1, "extra": False, "marker": _search("a", "prune-me", "b", "c")}},
+        passes={"add": {"type": "AddMatMuls", "n": 1, "extra": False, "marker": searched("a", "prune-me", "b", "c")}},
         search_strategy={"execution_order": "joint", "max_samples": 2},
     )
     output = olive.run(data)
@@ -132,18 +117,18 @@ class _NoTwoMarkers(AddMatMuls):
             )
 
 
-def test_check_config_fails_fixed_values_and_prunes_search_points(tmp_path: Path, _registry) -> None:
-    _registry.register(_NoTwoMarkers, name="NoTwoMarkers")
+def test_check_config_fails_fixed_values_and_prunes_search_points(tmp_path: Path, engine_registry) -> None:
+    engine_registry.register(_NoTwoMarkers, name="NoTwoMarkers")
     fixed = base_workflow(tmp_path, passes={"add": {"type": "NoTwoMarkers", "n": 2, "marker": "clash"}})
     with pytest.raises(PassConfigError, match=r"add.*NoTwoMarkers.*n=2 and marker 'clash'"):
         olive.run(fixed)
     assert not list((tmp_path / "cache").glob("**/model.onnx"))
-    searched = base_workflow(
+    search = base_workflow(
         tmp_path,
-        passes={"add": {"type": "NoTwoMarkers", "n": 2, "extra": False, "marker": _search("ok", "clash")}},
+        passes={"add": {"type": "NoTwoMarkers", "n": 2, "extra": False, "marker": searched("ok", "clash")}},
         search_strategy={"execution_order": "joint"},
     )
-    output = olive.run(searched)
+    output = olive.run(search)
     statuses = [(n.config["marker"], n.status) for n in output.footprint[1:]]
     assert statuses == [("ok", "ok"), ("clash", "pruned")]
     assert "params 'n' and 'marker': n=2 and marker 'clash' do not go together" in output.footprint[2].error
@@ -152,7 +137,7 @@ def test_check_config_fails_fixed_values_and_prunes_search_points(tmp_path: Path
 def test_a_failing_point_is_recorded_and_the_search_goes_on(tmp_path: Path) -> None:
     data = base_workflow(
         tmp_path,
-        passes={"add": {"type": "AddMatMuls", "n": 1, "extra": False, "fail": _search(True, False)}},
+        passes={"add": {"type": "AddMatMuls", "n": 1, "extra": False, "fail": searched(True, False)}},
         search_strategy={"execution_order": "joint"},
     )
     output = olive.run(data)
@@ -161,7 +146,7 @@ def test_a_failing_point_is_recorded_and_the_search_goes_on(tmp_path: Path) -> N
     assert ok.status == "ok" and output.best.model_id == ok.model_id
 
 
-def test_a_failing_pass_fails_a_run_without_search(tmp_path: Path) -> None:
+def test_a_failing_pass_fails_a_run_withoutsearched(tmp_path: Path) -> None:
     with pytest.raises(PassRunError, match="pass 'add' \\(AddMatMuls\\) failed: RuntimeError"):
         olive.run(base_workflow(tmp_path, passes={"add": {"type": "AddMatMuls", "fail": True}}))
 
@@ -172,7 +157,7 @@ def test_pass_by_pass_feeds_each_pass_the_best_of_the_previous(tmp_path: Path) -
         passes={"add": {"type": "AddMatMuls"}, "scale": {"type": "ScaleOutput"}},
         search_strategy={"execution_order": "pass-by-pass"},
     )
-    output = olive.run(_with_evaluator(tmp_path, data, SIZE))
+    output = olive.run(_with_evaluator(tmp_path, data, size_metric()))
     adds = [n for n in output.footprint if n.pass_key == "add"]
     scales = [n for n in output.footprint if n.pass_key == "scale"]
     assert len(adds) == 3 and len(scales) == 4
@@ -211,7 +196,7 @@ def test_tpe_runs_max_samples_distinct_points(tmp_path: Path) -> None:
         passes={"add": {"type": "AddMatMuls"}, "scale": {"type": "ScaleOutput"}},
         search_strategy={"execution_order": "joint", "sampler": "tpe", "max_samples": 5, "seed": 3},
     )
-    output = olive.run(_with_evaluator(tmp_path, data, SIZE))
+    output = olive.run(_with_evaluator(tmp_path, data, size_metric()))
     chains = {(c.parent_model_id, c.model_id) for c in output.get_output_models()}
     assert len(chains) == 5
 
@@ -245,7 +230,9 @@ def test_observer_hooks_fire_in_order(tmp_path: Path) -> None:
     recorder = _Recorder()
     pm = new_plugin_manager(entry_points=False)
     pm.register(recorder, "recorder")
-    data = _with_evaluator(tmp_path, base_workflow(tmp_path, passes={"add": {"type": "AddMatMuls", "n": 2}}), SIZE)
+    data = _with_evaluator(
+        tmp_path, base_workflow(tmp_path, passes={"add": {"type": "AddMatMuls", "n": 2}}), size_metric()
+    )
     with use_plugin_manager(pm):
         output = olive.run(data)
         first = list(recorder.events)
@@ -261,3 +248,24 @@ def test_observer_hooks_fire_in_order(tmp_path: Path) -> None:
         ("workflow_end", best, None),
     ]
     assert ("pass_end", "add", True, True, True) in recorder.events
+
+
+class _StartLogger:
+    """Writes each ``olive_pass_start`` into the run log, where every real pass run is logged too."""
+
+    def __init__(self, log: Path) -> None:
+        self.log = log
+
+    @hookimpl
+    def olive_pass_start(self, pass_key: str) -> None:
+        with self.log.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"pass": f"start {pass_key}", "config": {}, "pid": 0}) + "\n")
+
+
+def test_pass_start_fires_before_the_pass_runs(tmp_path: Path, run_log: Path) -> None:
+    pm = new_plugin_manager(entry_points=False)
+    pm.register(_StartLogger(run_log), "starts")
+    data = base_workflow(tmp_path, passes={"add": {"type": "AddMatMuls", "n": 1}, "scale": {"type": "ScaleOutput"}})
+    with use_plugin_manager(pm):
+        olive.run(data)
+    assert [name for name, _ in ran_passes(run_log)] == ["start add", "AddMatMuls", "start scale", "ScaleOutput"]

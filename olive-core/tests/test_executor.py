@@ -11,123 +11,32 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_engine_support import AddMatMuls, base_workflow, make_registry
+from engine_support import (
+    NamesItself,
+    base_workflow,
+    footprint_content,
+    ran_passes,
+    search_workflow,
+    searched,
+    wait_for_runs,
+)
 
 import olive
 from olive.exceptions import WorkflowConfigError
-from olive.passes import PassConfigParam
-from olive.plugins.registry import use_registry
 
-
-class CrashOnce(AddMatMuls):
-    """AddMatMuls whose worker process is killed (SIGKILL) the first time it runs a given ``marker``;
-    ``marker="always"`` is killed every time. Defined here, in a test module: forked workers inherit it."""
-
-    @classmethod
-    def _default_config(cls, accelerator_spec: Any) -> dict[str, PassConfigParam]:
-        return {**super()._default_config(accelerator_spec), "flag_dir": PassConfigParam(type_=str, required=True)}
-
-    def _run_for_config(self, model: Any, config: Any, output_model_path: str) -> Any:
-        if config.marker:
-            flag = Path(config.flag_dir) / f"{config.marker}.killed"
-            if config.marker == "always" or not flag.exists():
-                flag.touch()
-                os.kill(os.getpid(), signal.SIGKILL)
-        return super()._run_for_config(model, config, output_model_path)
-
-
-@pytest.fixture(autouse=True)
-def _registry():
-    registry = make_registry()
-    registry.register(CrashOnce, name="CrashOnce")
-    with use_registry(registry):
-        yield registry
-
-
-@pytest.fixture
-def run_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    log = tmp_path / "runs.log"
-    monkeypatch.setenv("OLIVE_TEST_RUN_LOG", str(log))
-    return log
-
-
-def _ran(log: Path) -> list[tuple[str, dict]]:
-    if not log.exists():
-        return []
-    return [(e["pass"], e["config"]) for e in map(json.loads, log.read_text().splitlines())]
-
-
-def _search(*values: Any) -> dict:
-    return {"olive_parameter_type": "SearchParameter", "type": "Categorical", "support": list(values)}
-
-
-def _workflow(tmp_path: Path, name: str, executor: dict | None, **strategy: Any) -> dict:
-    """A 2-pass joint search (dozens of points, a third of them pruned) with size and agreement metrics."""
-    import numpy as np
-
-    data = tmp_path / "calib.npz"
-    if not data.exists():
-        np.savez(data, input=np.random.default_rng(0).standard_normal((8, 16)).astype(np.float32))
-    search: dict[str, Any] = {"execution_order": "joint", "sampler": "sequential", **strategy}
-    if executor is not None:
-        search["executor"] = executor
-    workflow = base_workflow(
-        tmp_path,
-        passes={
-            "add": {"type": "AddMatMuls", "marker": _search(None, "prune-me", "b")},
-            "scale": {"type": "ScaleOutput"},
-        },
-        search_strategy=search,
-        cache_dir=str(tmp_path / f"cache-{name}"),
-        output_dir=str(tmp_path / f"out-{name}"),
-    )
-    workflow["data_configs"] = [
-        {"name": "calib", "type": "NpzDataContainer", "load_dataset_config": {"data_path": str(data)}}
-    ]
-    workflow["evaluators"] = {
-        "common": {
-            "metrics": [
-                {"name": "size", "type": "size_on_disk", "sub_types": [{"name": "bytes", "priority": 1}]},
-                {
-                    "name": "agree",
-                    "type": "agreement",
-                    "data_config": "calib",
-                    "sub_types": [{"name": "cosine_mean", "priority": 2}],
-                },
-            ]
-        }
-    }
-    workflow["evaluator"] = "common"
-    return workflow
-
-
-def _content(output: Any) -> dict[str, tuple]:
-    """What a footprint says, without timings or where it ran."""
-    return {
-        n.model_id: (
-            n.parent_model_id,
-            n.pass_key,
-            json.dumps(n.config, sort_keys=True),
-            n.status,
-            n.is_candidate,
-            json.dumps(n.metrics, sort_keys=True),
-            n.is_pareto,
-            n.meets_goals,
-        )
-        for n in output.footprint
-    }
+pytestmark = pytest.mark.usefixtures("engine_registry")
 
 
 def test_process_executor_gives_the_sequential_footprint_and_best(tmp_path: Path, run_log: Path) -> None:
-    sequential = olive.run(_workflow(tmp_path, "seq", None))
-    ran_sequential = len(_ran(run_log))
-    parallel = olive.run(_workflow(tmp_path, "proc", {"type": "process", "max_workers": 2}))
-    assert _content(parallel) == _content(sequential)
+    sequential = olive.run(search_workflow(tmp_path, "seq", None))
+    ran_sequential = len(ran_passes(run_log))
+    parallel = olive.run(search_workflow(tmp_path, "proc", {"type": "process", "max_workers": 2}))
+    assert footprint_content(parallel) == footprint_content(sequential)
     assert parallel.best.model_id == sequential.best.model_id
     assert sum(n.status == "pruned" for n in parallel.footprint) > 0
     assert sum(n.is_candidate for n in parallel.footprint) >= 8
     # Every pass run happened exactly once in the workers too (none redone, none skipped).
-    assert len(_ran(run_log)) == 2 * ran_sequential
+    assert len(ran_passes(run_log)) == 2 * ran_sequential
     # The workers, not this process, ran the passes, and the models are in the cache folder.
     assert all(str(tmp_path / "cache-proc") in n.model_path for n in parallel.footprint[1:] if n.status == "ok")
     assert (tmp_path / "out-proc" / "model.onnx").read_bytes() == (tmp_path / "out-seq" / "model.onnx").read_bytes()
@@ -139,15 +48,36 @@ def test_limits_pass_by_pass_and_random_match_the_sequential_executor(tmp_path: 
         "pbp": {"execution_order": "pass-by-pass"},
         "random": {"sampler": "random", "seed": 3, "max_samples": 4},
     }.items():
-        sequential = olive.run(_workflow(tmp_path, f"{name}-seq", None, **strategy))
-        parallel = olive.run(_workflow(tmp_path, f"{name}-proc", {"type": "process", "max_workers": 2}, **strategy))
-        assert _content(parallel) == _content(sequential), name
+        sequential = olive.run(search_workflow(tmp_path, f"{name}-seq", None, **strategy))
+        parallel = olive.run(
+            search_workflow(tmp_path, f"{name}-proc", {"type": "process", "max_workers": 2}, **strategy)
+        )
+        assert footprint_content(parallel) == footprint_content(sequential), name
         assert parallel.best.model_id == sequential.best.model_id, name
+
+
+@pytest.mark.parametrize("executor", [None, {"type": "process", "max_workers": 1, "max_pending": 1}])
+def test_a_pass_run_that_failed_is_not_run_again_in_the_search(
+    tmp_path: Path, run_log: Path, executor: dict | None
+) -> None:
+    # Four chains start with the failing AddMatMuls run; one trial at a time, only the first attempts it.
+    strategy: dict[str, Any] = {"execution_order": "joint"}
+    if executor is not None:
+        strategy["executor"] = executor
+    workflow = base_workflow(
+        tmp_path,
+        passes={"add": {"type": "AddMatMuls", "n": 1, "extra": False, "fail": True}, "scale": {"type": "ScaleOutput"}},
+        search_strategy=strategy,
+    )
+    output = olive.run(workflow)
+    assert len(ran_passes(run_log)) == 1
+    assert [(n.pass_key, n.status) for n in output.footprint[1:]] == [("add", "failed")]
+    assert output.best is None and "AddMatMuls was told to fail" in output.reason
 
 
 def test_tpe_runs_distinct_points_with_bounded_pending_trials(tmp_path: Path) -> None:
     executor = {"type": "process", "max_workers": 2, "max_pending": 2}
-    output = olive.run(_workflow(tmp_path, "tpe", executor, sampler="tpe", seed=0, max_samples=6))
+    output = olive.run(search_workflow(tmp_path, "tpe", executor, sampler="tpe", seed=0, max_samples=6))
     chains = [n for n in output.footprint if n.is_candidate]
     assert len(chains) == 6
     assert len({n.model_id for n in chains}) == 6
@@ -168,7 +98,7 @@ def test_concurrent_trials_sharing_a_pass_run_do_it_once(
         search_strategy={"execution_order": "joint", "executor": {"type": "process", "max_workers": 2}},
     )
     output = olive.run(workflow)
-    adds = [config for name, config in _ran(run_log) if name == "AddMatMuls"]
+    adds = [config for name, config in ran_passes(run_log) if name == "AddMatMuls"]
     assert len(adds) == 1
     assert len([n for n in output.footprint if n.pass_key == "scale" and n.status == "ok"]) == 4
     assert not list((tmp_path / "cache" / "tmp").iterdir())
@@ -179,10 +109,10 @@ def test_a_killed_worker_is_retried_once_then_the_trial_is_recorded_as_failed(tm
     flags.mkdir()
     workflow = base_workflow(
         tmp_path,
-        passes={"crash": {"type": "CrashOnce", "flag_dir": str(flags), "marker": _search(None, "once", "always")}},
+        passes={"crash": {"type": "CrashOnce", "flag_dir": str(flags), "marker": searched(None, "once", "always")}},
         search_strategy={"execution_order": "joint", "executor": {"type": "process", "max_workers": 2}},
     )
-    workflow["passes"]["crash"]["n"] = _search(0, 1)
+    workflow["passes"]["crash"]["n"] = searched(0, 1)
     workflow["passes"]["crash"]["extra"] = False
     output = olive.run(workflow)
     by_marker: dict[Any, list] = {}
@@ -201,16 +131,10 @@ def test_a_killed_worker_is_retried_once_then_the_trial_is_recorded_as_failed(tm
 def test_a_worker_killed_from_outside_mid_trial(tmp_path: Path) -> None:
     """Kill the worker running the slow trial (found through its process) while it runs; the run completes."""
     log = tmp_path / "runs.log"
-    workflow = base_workflow(
-        tmp_path,
-        passes={"add": {"type": "AddMatMuls", "n": 1, "extra": False, "marker": _search(None, "slow", "c", "d")}},
-        search_strategy={"execution_order": "joint", "executor": {"type": "process", "max_workers": 2}},
-    )
-    config = tmp_path / "wf.json"
-    config.write_text(json.dumps(workflow))
+    config = _parallel_markers(tmp_path, None, "slow", "c", "d")
     script = (
         "import sys, json; sys.path.insert(0, sys.argv[2]); "
-        "from test_engine_support import make_registry; from olive.plugins.registry import use_registry; import olive\n"
+        "from engine_support import make_registry; from olive.plugins.registry import use_registry; import olive\n"
         "with use_registry(make_registry()):\n"
         "    out = olive.run(sys.argv[1])\n"
         "print(json.dumps({str((n.config.get('point') or {}).get('add', n.config)['marker']): n.status "
@@ -224,24 +148,14 @@ def test_a_worker_killed_from_outside_mid_trial(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    import time
-
     try:
-        deadline = time.monotonic() + 60
         # The slow run logs after writing its model, then sleeps: its worker is mid-trial.
-        while not any(c["marker"] == "slow" for _, c in _ran(log)):
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the slow trial did not start"
-            time.sleep(0.05)
+        wait_for_runs(proc, log, 1, "the slow trial did not start", marker="slow")
         # The run logs the pid of the worker doing it: kill exactly that one, not a worker that merely has
         # a pass run of its own in progress.
         os.kill(_slow_run_pids(log)[-1], signal.SIGKILL)
         # The retry sleeps 30 s again; kill that worker too so the trial is recorded as failed.
-        retry_deadline = time.monotonic() + 60
-        while sum(c["marker"] == "slow" for _, c in _ran(log)) < 2:
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < retry_deadline, "the killed trial was not retried"
-            time.sleep(0.05)
+        wait_for_runs(proc, log, 2, "the killed trial was not retried", marker="slow")
         os.kill(_slow_run_pids(log)[-1], signal.SIGKILL)
         out, err = proc.communicate(timeout=120)
     finally:
@@ -251,6 +165,18 @@ def test_a_worker_killed_from_outside_mid_trial(tmp_path: Path) -> None:
     assert proc.returncode == 0, err
     statuses = json.loads(out.strip().splitlines()[-1])
     assert statuses == {"None": "ok", "slow": "failed", "c": "ok", "d": "ok"}
+
+
+def _parallel_markers(tmp_path: Path, *markers: Any) -> Path:
+    """A workflow file searching AddMatMuls over ``markers`` on two worker processes."""
+    workflow = base_workflow(
+        tmp_path,
+        passes={"add": {"type": "AddMatMuls", "n": 1, "extra": False, "marker": searched(*markers)}},
+        search_strategy={"execution_order": "joint", "executor": {"type": "process", "max_workers": 2}},
+    )
+    config = tmp_path / "wf.json"
+    config.write_text(json.dumps(workflow))
+    return config
 
 
 def _children(pid: int) -> list[int]:
@@ -278,17 +204,17 @@ def test_executor_config_errors_name_the_field(tmp_path: Path) -> None:
         ({"type": "ray", "num_cpus_per_trial": -1}, "search_strategy.executor.num_cpus_per_trial"),
     ]:
         with pytest.raises(WorkflowConfigError, match=path.replace(".", r"\.")):
-            olive.run(_workflow(tmp_path, "bad", executor))
+            olive.run(search_workflow(tmp_path, "bad", executor))
     assert not (tmp_path / "cache-bad" / "runs").exists()
 
 
 def test_the_ray_executor_without_ray_names_the_extra(tmp_path: Path) -> None:
     config = tmp_path / "wf.json"
-    config.write_text(json.dumps(_workflow(tmp_path, "noray", {"type": "ray"})))
+    config.write_text(json.dumps(search_workflow(tmp_path, "noray", {"type": "ray"})))
     # A real interpreter in which `import ray` fails, as when the extra is not installed.
     script = (
         "import sys; sys.modules['ray'] = None; sys.path.insert(0, sys.argv.pop(1))\n"
-        "from test_engine_support import make_registry; from olive.plugins.registry import set_registry\n"
+        "from engine_support import make_registry; from olive.plugins.registry import set_registry\n"
         "set_registry(make_registry())\nfrom olive.cli.main import main\nmain()"
     )
     result = subprocess.run(
@@ -305,16 +231,10 @@ def test_the_ray_executor_without_ray_names_the_extra(tmp_path: Path) -> None:
 
 def test_ctrl_c_stops_the_workers_and_keeps_finished_trials(tmp_path: Path) -> None:
     log = tmp_path / "runs.log"
-    workflow = base_workflow(
-        tmp_path,
-        passes={"add": {"type": "AddMatMuls", "n": 1, "extra": False, "marker": _search(None, "c", "slow", "d")}},
-        search_strategy={"execution_order": "joint", "executor": {"type": "process", "max_workers": 2}},
-    )
-    config = tmp_path / "wf.json"
-    config.write_text(json.dumps(workflow))
+    config = _parallel_markers(tmp_path, None, "c", "slow", "d")
     script = (
         "import sys; sys.path.insert(0, sys.argv.pop(1))\n"
-        "from test_engine_support import make_registry; from olive.plugins.registry import set_registry\n"
+        "from engine_support import make_registry; from olive.plugins.registry import set_registry\n"
         "set_registry(make_registry())\nfrom olive.cli.main import main\nmain()"
     )
     env = {**os.environ, "OLIVE_TEST_RUN_LOG": str(log), "OLIVE_TEST_SLEEP": "slow:60"}
@@ -327,14 +247,8 @@ def test_ctrl_c_stops_the_workers_and_keeps_finished_trials(tmp_path: Path) -> N
         text=True,
         start_new_session=True,
     )
-    import time
-
     try:
-        deadline = time.monotonic() + 60
-        while not any(c["marker"] == "slow" for _, c in _ran(log)):
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the slow trial did not start"
-            time.sleep(0.05)
+        wait_for_runs(proc, log, 1, "the slow trial did not start", marker="slow")
         workers = _children(proc.pid)
         os.killpg(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=60)
@@ -350,7 +264,7 @@ def test_ctrl_c_stops_the_workers_and_keeps_finished_trials(tmp_path: Path) -> N
     records = [json.loads(p.read_text()) for p in (tmp_path / "cache" / "runs").glob("*/*/run.json")]
     finished = [record["config"]["marker"] for record in records]
     assert finished and "slow" not in finished
-    assert set(finished) <= {c["marker"] for _, c in _ran(log)}
+    assert set(finished) <= {c["marker"] for _, c in ran_passes(log)}
     log.unlink()
     del env["OLIVE_TEST_SLEEP"]
     rerun = subprocess.run(
@@ -362,7 +276,7 @@ def test_ctrl_c_stops_the_workers_and_keeps_finished_trials(tmp_path: Path) -> N
         check=False,
     )
     assert rerun.returncode == 0, rerun.stderr
-    assert sorted(str(c["marker"]) for _, c in _ran(log)) == sorted(
+    assert sorted(str(c["marker"]) for _, c in ran_passes(log)) == sorted(
         str(m) for m in {None, "c", "slow", "d"} - set(finished)
     )
 
@@ -378,7 +292,30 @@ def test_hooks_fire_in_the_engine_in_the_sequential_order(tmp_path: Path) -> Non
         manager = new_plugin_manager(entry_points=False)
         manager.register(recorder, "recorder")
         with use_plugin_manager(manager):
-            olive.run(_workflow(tmp_path, f"hooks-{name}", executor, max_samples=6))
+            olive.run(search_workflow(tmp_path, f"hooks-{name}", executor, max_samples=6))
         events[name] = recorder.events
     assert events["proc"] == events["seq"]
     assert sum(e[0] == "pass_end" for e in events["proc"]) >= 6
+
+
+def test_a_spawned_worker_runs_a_pass_under_the_identity_the_engine_resolved(
+    tmp_path: Path, engine_registry: Any
+) -> None:
+    # The spawned worker imports the class by module name; its own registry does not offer it under this name.
+    engine_registry.register(NamesItself, name="Renamed", distribution="renamed-dist", version="9.1")
+    outputs = {}
+    for name, executor in (("seq", None), ("spawn", {"type": "process", "max_workers": 1, "start_method": "spawn"})):
+        strategy: dict[str, Any] = {"execution_order": "joint"}
+        if executor is not None:
+            strategy["executor"] = executor
+        workflow = base_workflow(
+            tmp_path,
+            passes={"add": {"type": "Renamed", "n": searched(0, 1), "extra": False}},
+            search_strategy=strategy,
+            cache_dir=str(tmp_path / f"cache-{name}"),
+        )
+        outputs[name] = olive.run(workflow)
+    assert footprint_content(outputs["spawn"]) == footprint_content(outputs["seq"])
+    for node in outputs["spawn"].footprint[1:]:
+        assert (node.pass_name, node.pass_distribution, node.pass_version) == ("Renamed", "renamed-dist", "9.1")
+        assert node.model_json["config"]["model_attributes"]["identity"] == ["Renamed", "renamed-dist", "9.1"]

@@ -8,11 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_engine_support import make_registry, write_mlp
-from test_executor import CrashOnce, _content, _search, _workflow
+from engine_support import footprint_content, search_workflow, searched, write_mlp
 
 import olive
-from olive.plugins.registry import use_registry
 
 # Ray treats "cluster mode off" (its macOS/Windows default) as: advertise and bind 127.0.0.1 only. Read at
 # import, so it is set first; it keeps the test's Ray instance off every interface but loopback.
@@ -39,18 +37,13 @@ def _ray_instance():
     ray.shutdown()
 
 
-@pytest.fixture(autouse=True)
-def _registry():
-    registry = make_registry()
-    registry.register(CrashOnce, name="CrashOnce")
-    with use_registry(registry):
-        yield registry
+pytestmark = pytest.mark.usefixtures("engine_registry")
 
 
 def test_ray_executor_gives_the_sequential_footprint_and_best(tmp_path: Path) -> None:
-    sequential = olive.run(_workflow(tmp_path, "seq", None, max_samples=6))
-    parallel = olive.run(_workflow(tmp_path, "ray", {"type": "ray", "num_cpus_per_trial": 1}, max_samples=6))
-    assert _content(parallel) == _content(sequential)
+    sequential = olive.run(search_workflow(tmp_path, "seq", None, max_samples=6))
+    parallel = olive.run(search_workflow(tmp_path, "ray", {"type": "ray", "num_cpus_per_trial": 1}, max_samples=6))
+    assert footprint_content(parallel) == footprint_content(sequential)
     assert parallel.best.model_id == sequential.best.model_id
     # The passes ran in Ray workers, into this run's cache.
     entries = list((tmp_path / "cache-ray" / "runs").glob("*/*/run.json"))
@@ -61,14 +54,14 @@ def test_ray_executor_gives_the_sequential_footprint_and_best(tmp_path: Path) ->
 def test_a_ray_worker_killed_mid_trial_is_retried_once(tmp_path: Path) -> None:
     flags = tmp_path / "flags"
     flags.mkdir()
-    workflow = _workflow(tmp_path, "crash", {"type": "ray"})
+    workflow = search_workflow(tmp_path, "crash", {"type": "ray"})
     workflow["passes"] = {
         "crash": {
             "type": "CrashOnce",
             "n": 1,
             "extra": False,
             "flag_dir": str(flags),
-            "marker": _search(None, "once", "always"),
+            "marker": searched(None, "once", "always"),
         }
     }
     output = olive.run(workflow)

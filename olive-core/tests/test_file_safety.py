@@ -8,20 +8,16 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from test_engine_support import base_workflow, count_matmuls, make_registry, write_mlp
+from engine_support import base_workflow, count_matmuls, write_mlp
 
 from olive.cache.store import CacheStore
 from olive.cli.main import cli
+from olive.engine.output_writer import claimed_files
 from olive.exceptions import PassConfigError
 from olive.passes.onnx.common import model_proto_to_file
 from olive.paths import system_folder_reason
-from olive.plugins.registry import use_registry
 
-
-@pytest.fixture(autouse=True)
-def _registry():
-    with use_registry(make_registry()) as registry:
-        yield registry
+pytestmark = pytest.mark.usefixtures("engine_registry")
 
 
 def _invoke(*args: str, env: dict[str, str] | None = None) -> Any:
@@ -215,8 +211,6 @@ def test_an_output_dir_holding_a_file_the_tool_did_not_write_is_refused_and_left
 
 
 def test_a_manifest_naming_outside_files_claims_nothing(tmp_path: Path) -> None:
-    from olive.engine.outputs import claimed_files
-
     out = tmp_path / "out"
     out.mkdir()
     (out / ".olive-output.json").write_text(json.dumps({"files": ["../victim.txt", "/etc/passwd", 3, "model.onnx"]}))

@@ -130,13 +130,11 @@ def test_defaults_for_optional_hooks():
     assert StripDocStrings.pass_name() == "StripDocStrings"
 
 
-def test_a_subclass_of_a_registered_pass_has_its_own_identity():
+def test_a_subclass_of_a_registered_pass_has_its_own_identity(isolated_registry):
     class Registered(StripDocStrings):
         pass
 
-    Registered._olive_pass_name = "Strip"
-    Registered._olive_distribution = "olive-pass-strip"
-    Registered._olive_distribution_version = "1.0"
+    isolated_registry.register(Registered, name="Strip", distribution="olive-pass-strip", version="1.0")
 
     class Derived(Registered):
         pass

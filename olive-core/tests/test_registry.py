@@ -11,6 +11,7 @@ import pytest
 from olive.exceptions import AmbiguousPassError, PluginLoadError, UnknownPassError
 from olive.passes import Pass, PassConfigParam
 from olive.plugins.discovery import PluginPolicy, normalize_name
+from olive.plugins.identity import PassIdentity, acting_as
 from olive.plugins.registry import PassEntry, PassRegistry, get_registry, set_registry, use_registry
 
 
@@ -59,10 +60,46 @@ def test_register_sets_identity_and_summary(isolated_registry):
     entry = isolated_registry.register(Identity, name="Ident", distribution="my-dist", version="1.2")
     assert isolated_registry.get_pass_class("Ident") is Identity
     assert Identity.pass_name() == "Ident"
-    assert (Identity._olive_distribution, Identity._olive_distribution_version) == ("my-dist", "1.2")
+    assert (Identity.distribution(), Identity.distribution_version()) == ("my-dist", "1.2")
     assert entry.status == "ok"
     assert entry.summary == "Return the model unchanged."
     assert [e.name for e in isolated_registry.entries()] == ["Ident"]
+
+
+def test_two_registries_loading_one_class_keep_their_own_identity():
+    first = PassRegistry(entry_points=False, policy=PluginPolicy())
+    second = PassRegistry(entry_points=False, policy=PluginPolicy())
+    first.register(Identity, name="Ident", distribution="dist-a", version="1.0")
+    second.register(Identity, name="Same", distribution="dist-b", version="2.0")
+    assert first.identity_of(Identity) == PassIdentity("Ident", "dist-a", "1.0")
+    assert second.identity_of(Identity) == PassIdentity("Same", "dist-b", "2.0")
+    # The class answers with the identity of the registry in use, or of the run that acts under one.
+    with use_registry(first):
+        assert (Identity.pass_name(), Identity.distribution()) == ("Ident", "dist-a")
+        with acting_as(Identity, PassIdentity("Same", "dist-b", "2.0")):
+            assert (Identity.pass_name(), Identity.distribution_version()) == ("Same", "2.0")
+        assert Identity.pass_name() == "Ident"
+    with use_registry(second):
+        assert (Identity.pass_name(), Identity.distribution(), Identity.distribution_version()) == (
+            "Same",
+            "dist-b",
+            "2.0",
+        )
+    assert not any(name.startswith("_olive") for name in vars(Identity))
+
+
+def test_a_class_no_registry_offers_answers_with_its_own_name(isolated_registry):
+    assert isolated_registry.identity_of(Identity) is None
+    assert (Identity.pass_name(), Identity.distribution(), Identity.distribution_version()) == ("Identity", None, None)
+
+
+def test_an_entry_knows_its_class_before_loading_it_when_the_module_is_imported():
+    # The entry's target module (this test module) is imported, so the entry offers Identity without loading.
+    entry = _entry("Ident", "dist-a", "1.0", lambda: Identity, value=f"{__name__}:Identity")
+    registry = _registry_with(entry)
+    assert registry.identity_of(Identity) == PassIdentity("Ident", "dist-a", "1.0")
+    assert entry.status == "not loaded"
+    assert registry.identity_of(RaisingConfig) is None
 
 
 def test_isolated_registry_is_process_wide(isolated_registry):

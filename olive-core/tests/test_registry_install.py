@@ -62,7 +62,7 @@ for name in ["Annotate", "Shared", "olive-test-good:Shared", "olive-test-other:S
     try:
         cls = get_registry().get_pass_class(name)
         result[name] = {"ok": f"{cls.__module__}:{cls.__qualname__}", "pass_name": cls.pass_name(),
-                        "dist": cls._olive_distribution, "version": cls._olive_distribution_version}
+                        "dist": cls.distribution(), "version": cls.distribution_version()}
     except OliveError as exc:
         result[name] = {"error": type(exc).__name__, "message": str(exc),
                         "cause": type(exc.__cause__).__name__ if exc.__cause__ else None}

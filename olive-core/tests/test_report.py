@@ -9,10 +9,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_engine_support import AddMatMuls, ScaleOutput, base_workflow
+from engine_support import (
+    AddMatMuls,
+    ScaleOutput,
+    agreement_metric,
+    base_workflow,
+    size_metric,
+    with_evaluator,
+    write_calibration,
+)
 
 import olive
-from olive.engine.output import FootprintNode
+from olive.engine.footprint import FootprintNode
 from olive.exceptions import OliveError
 from olive.plugins.registry import PassRegistry, use_registry
 from olive.report import REPORT_FILE, load_report_data, write_report
@@ -55,40 +63,15 @@ def registry() -> PassRegistry:
 @pytest.fixture(scope="module")
 def workflow(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A searched workflow: AddMatMuls (3 points) then ScaleOutput (4 points), size and agreement."""
-    import numpy as np
-
     tmp_path = tmp_path_factory.mktemp("report")
-    np.savez(tmp_path / "calib.npz", input=np.random.default_rng(0).standard_normal((8, 16)).astype(np.float32))
     workflow = base_workflow(
         tmp_path,
         passes={"add": {"type": "AddMatMuls", "marker": MALICIOUS}, "scale": {"type": "ScaleOutput"}},
         search_strategy={"execution_order": "joint", "sampler": "sequential"},
-        data_configs=[
-            {
-                "name": "calib",
-                "type": "NpzDataContainer",
-                "load_dataset_config": {"data_path": str(tmp_path / "calib.npz")},
-            }
-        ],
-        evaluators={
-            "common": {
-                "metrics": [
-                    {"name": "size", "type": "size_on_disk", "sub_types": [{"name": "bytes", "priority": 1}]},
-                    {
-                        "name": "agree",
-                        "type": "agreement",
-                        "data_config": "calib",
-                        "sub_types": [
-                            {"name": "cosine_mean", "priority": 2, "goal": {"type": "threshold", "value": 0.9}}
-                        ],
-                    },
-                ]
-            }
-        },
-        evaluator="common",
         evaluate_input_model=True,
     )
-    return workflow
+    data = write_calibration(tmp_path / "calib.npz")
+    return with_evaluator(workflow, size_metric(), agreement_metric(0.9), data=data)
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_engine_support import base_workflow, make_registry
+from engine_support import base_workflow, make_registry
 
 import olive
 from olive.exceptions import WorkflowConfigError

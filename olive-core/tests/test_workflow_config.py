@@ -7,18 +7,13 @@ import logging
 from pathlib import Path
 
 import pytest
-from test_engine_support import base_workflow, make_registry, write_mlp
+from engine_support import base_workflow, write_mlp
 
 from olive.exceptions import PassConfigError, WorkflowConfigError
-from olive.plugins.registry import use_registry
 from olive.workflows.config import load_workflow_config
 from olive.workflows.run import prepare
 
-
-@pytest.fixture(autouse=True)
-def _registry():
-    with use_registry(make_registry()) as registry:
-        yield registry
+pytestmark = pytest.mark.usefixtures("engine_registry")
 
 
 def test_json_and_yaml_relative_paths_resolve_against_config_folder(tmp_path: Path) -> None:

@@ -56,7 +56,7 @@ def test_registry_finds_every_pass_by_entry_point():
     for name, cls in PASSES.items():
         loaded = registry.get_pass_class(name)
         assert loaded is cls
-        assert loaded._olive_distribution == "olive-passes-graph"
+        assert loaded.distribution() == "olive-passes-graph"
 
 
 def test_found_after_pip_install_into_fresh_venv(fresh_venv, tmp_path):
@@ -74,7 +74,7 @@ for entry in registry.entries():
         cls = registry.get_pass_class(entry.name)
         import sys
         found[entry.name] = {"module_file": sys.modules[cls.__module__].__file__, "pass_name": cls.pass_name(),
-                              "distribution": cls._olive_distribution}
+                              "distribution": cls.distribution()}
 print(json.dumps(found))
 """
     out = fresh_venv.python_run(code).stdout.strip().splitlines()[-1]

@@ -39,8 +39,8 @@ cls = get_registry().get_pass_class("OnnxDynamicQuantization")
 model = save_model(mlp_model(), tempfile.mkdtemp())
 out = cls(CPU, {}).run(model, tempfile.mkdtemp() + "/out")
 ops = sorted({n.op_type for n in __import__("onnx").load(out.model_path).graph.node})
-print(json.dumps({"module_file": olive_passes_quant.__file__, "dist": cls._olive_distribution,
-                  "name": cls._olive_pass_name, "ops": ops}))
+print(json.dumps({"module_file": olive_passes_quant.__file__, "dist": cls.distribution(),
+                  "name": cls.pass_name(), "ops": ops}))
 """
     info = json.loads(fresh_venv.python_run(code).stdout.strip().splitlines()[-1])
     # The copy installed into the venv is the one loaded, not a source checkout.

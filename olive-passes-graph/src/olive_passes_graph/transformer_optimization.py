@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from olive.config_errors import param_in_range
 from olive.exceptions import PassConfigError, PassParamError, PassRunError, closest_match_hint
+from olive.logs import once_per_message
 from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
 from olive.search.search_parameter import Categorical
@@ -433,31 +434,10 @@ def _unfused_attention(
     }
 
 
-class _OncePerMessage(logging.Filter):
-    """Let each distinct message through once (onnxruntime's fusions repeat theirs for every layer)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.seen: set[tuple[str, str]] = set()
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        key = (record.name, record.getMessage())
-        if key in self.seen:
-            return False
-        self.seen.add(key)
-        return True
-
-
 @contextlib.contextmanager
 def _deduplicated_fusion_logs() -> Iterator[None]:
-    # Loggers are per module ("fusion_attention", "onnx_model_bert"...) and exist once the optimizer is imported.
+    # Loggers are per module ("fusion_attention", "onnx_model_bert"...) and exist once the optimizer is imported;
+    # their fusions repeat each message for every layer.
     names = [name for name in logging.root.manager.loggerDict if name.startswith(_FUSION_LOGGERS)]
-    loggers = [logging.getLogger(name) for name in names]
-    once = _OncePerMessage()
-    for each in loggers:
-        each.addFilter(once)
-    try:
+    with once_per_message(*[logging.getLogger(name) for name in names]):
         yield
-    finally:
-        for each in loggers:
-            each.removeFilter(once)

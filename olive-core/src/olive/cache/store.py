@@ -26,12 +26,14 @@ import json
 import os
 import re
 import shutil
+import socket
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from olive.exceptions import CacheError
 from olive.paths import system_folder_reason
 
 MARKER = "olive-cache.json"
@@ -85,6 +87,20 @@ def hash_model(model: Any) -> str:
     return sha.hexdigest()
 
 
+def host_lock_name() -> str:
+    """The name of this machine's measurement lock in the cache's ``locks/`` folder."""
+    return "host-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in socket.gethostname())
+
+
+def can_lock() -> bool:
+    """Whether :meth:`CacheStore.lock` really locks here (it needs ``flock``, which Windows lacks)."""
+    try:
+        import fcntl  # noqa: F401
+    except ImportError:  # pragma: no cover - not on POSIX
+        return False
+    return True
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -111,8 +127,6 @@ class CacheStore:
             return
         reason = system_folder_reason(self.root)
         if reason is not None:
-            from olive.exceptions import CacheError
-
             raise CacheError(
                 f"cache_dir '{self.root}' cannot hold a cache: {reason}; point cache_dir at a folder of its own "
                 "(e.g. '.olive-cache')"
@@ -131,8 +145,6 @@ class CacheStore:
         try:
             yield
         except OSError as exc:
-            from olive.exceptions import CacheError
-
             raise CacheError(
                 f"cannot write in the cache folder '{self.root}' ({exc.strerror or exc}: {exc.filename}); "
                 "point cache_dir (or --cache-dir) at a writable folder"
@@ -208,6 +220,13 @@ class CacheStore:
     def run_lock(self, key: str) -> Iterator[None]:
         """Hold the lock of run ``key`` (waits while another process holds it)."""
         with self.lock(f"run-{key[:32]}"):
+            yield
+
+    @contextlib.contextmanager
+    def host_lock(self, shared: bool) -> Iterator[None]:
+        """Hold this machine's measurement lock: every pass run holds it shared, and timing a model holds it
+        exclusively, so no other run using this cache works on the machine while a model is timed."""
+        with self.lock(host_lock_name(), shared=shared):
             yield
 
     @contextlib.contextmanager

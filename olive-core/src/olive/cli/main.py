@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from olive import __version__
 from olive.exceptions import OliveError, PassConfigError, PluginLoadError, WorkflowConfigError
 
 #: name -> ("module:attribute", one-line help shown by ``olive --help``)
@@ -137,8 +138,6 @@ def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> N
     if not value or ctx.resilient_parsing:
         return
     import platform
-
-    from olive import __version__
 
     click.echo(f"olive-core {__version__} (Python {platform.python_version()})")
     try:

@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 
+import olive
 from olive.exceptions import TemplateError
 
 __all__ = ["find_template", "new_pass_command", "render_pass_project", "resolve_answers"]
@@ -41,8 +42,6 @@ _INSTALL_HINT = 'olive new-pass needs cookiecutter: pip install "olive-core[temp
 
 def find_template() -> Path:
     """The template folder: the copy inside the installed package, else the repository's."""
-    import olive
-
     package_dir = Path(olive.__file__).resolve().parent
     for candidate in (package_dir / "_template", package_dir.parents[2] / "plugin-template"):
         if (candidate / "cookiecutter.json").is_file():

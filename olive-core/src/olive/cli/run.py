@@ -140,7 +140,7 @@ def _print_dry_run(prepared) -> None:
     for plan in prepared.plans:
         for alt in plan.alternatives:
             params = ", ".join(alt.search_space.params) or "-"
-            table.add_row(plan.key, alt.pass_class.pass_name(), str(alt.search_space.size()), params)
+            table.add_row(plan.key, alt.identity.name, str(alt.search_space.size()), params)
     console = Console()
     console.print(table)
     order = strategy.execution_order if strategy else "none (each pass runs once with its default config)"
@@ -160,7 +160,7 @@ def _print_summary(output) -> None:
     from rich.console import Console
     from rich.measure import Measurement
 
-    from olive.engine.outputs import lineage
+    from olive.engine.results import Status
 
     console = Console()
     keys = [o["key"] for o in output.objectives]
@@ -172,7 +172,7 @@ def _print_summary(output) -> None:
         chosen = output.best is not None and node.model_id == output.best.model_id
         values = node.metric_values()
         searched = []
-        for step in lineage(output, node):
+        for step in output.lineage(node):
             for name in output.searched_params.get(step.pass_key, []):
                 searched.append(f"{name}={(step.config or {}).get(name)}")
         rows.append(
@@ -191,13 +191,13 @@ def _print_summary(output) -> None:
         # each model's id instead, one per line.
         table = _candidates_table(keys, rows, separate_values=False)
     console.print(table)
-    failed = sum(1 for n in output.footprint if n.status == "failed")
-    pruned = sum(1 for n in output.footprint if n.status == "pruned")
-    runs = [n for n in output.footprint if n.pass_key and n.status != "pruned"]
+    failed = sum(1 for n in output.footprint if n.status is Status.FAILED)
+    pruned = sum(1 for n in output.footprint if n.status is Status.PRUNED)
+    runs = [n for n in output.footprint if n.pass_key and n.status is not Status.PRUNED]
     cached = sum(1 for n in runs if n.cached)
     console.print(f"{len(runs)} pass run(s) ({cached} from cache), {failed} failed, {pruned} pruned")
     if output.best is not None:
-        chain = " > ".join(f"{n.pass_key} ({n.pass_name})" for n in lineage(output, output.best))
+        chain = " > ".join(f"{n.pass_key} ({n.pass_name})" for n in output.lineage(output.best))
         console.print(f"chosen model: {output.best.model_id} from {chain}", soft_wrap=True)
         console.print(f"written to: {output.output_dir}", soft_wrap=True)
 

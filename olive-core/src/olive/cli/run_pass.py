@@ -7,13 +7,22 @@ import shutil
 import sys
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from olive.engine.outputs import MODEL_FILE, claim_files, foreign_files, refuse_foreign
-from olive.exceptions import OliveError, PassConfigError, PassRunError, WorkflowConfigError
-from olive.model.handler import OliveModelHandler
-from olive.paths import system_folder_reason
+from olive.exceptions import (
+    ExecutionProviderError,
+    ModelLoadError,
+    OliveError,
+    PassConfigError,
+    PassRunError,
+    UnknownPassError,
+    WorkflowConfigError,
+)
+
+if TYPE_CHECKING:
+    from olive.model.handler import OliveModelHandler
 
 
 def _parse_config(text: str | None) -> dict:
@@ -91,9 +100,11 @@ def run_pass_command(
 
 
 def _run(pass_name: str, pass_config: str | None, model_path: Path, output_dir: Path, device: str, ep: str):
-    from olive.exceptions import ExecutionProviderError, ModelLoadError, UnknownPassError
+    # Loaded when the command runs, so `olive run-pass --help` stays instant.
+    from olive.engine.output_writer import MODEL_FILE, claim_files, foreign_files, refuse_foreign
     from olive.hardware.accelerator import AcceleratorSpec, filter_execution_providers
     from olive.model.handler import ONNXModelHandler
+    from olive.paths import system_folder_reason
     from olive.plugins.registry import get_registry
 
     config = _parse_config(pass_config)
@@ -150,11 +161,11 @@ def _run(pass_name: str, pass_config: str | None, model_path: Path, output_dir: 
 
 def _moved(model: OliveModelHandler, staging: Path, output_dir: Path) -> OliveModelHandler:
     """The handler of ``model`` once its files moved from ``staging`` into ``output_dir``."""
+    from olive.engine.trial import model_path_under
+    from olive.model.handler import OliveModelHandler
+
     data = model.to_json()
-    fields = data.get("config") or {}
-    raw = fields.get("model_path")
-    if raw is not None:
-        path = Path(raw).absolute()
-        if path == staging or staging in path.parents:
-            fields["model_path"] = str(output_dir / path.relative_to(staging))
+    rel = model_path_under(data, staging)
+    if rel is not None:
+        data["config"]["model_path"] = str(output_dir / rel)
     return OliveModelHandler.from_json(data)

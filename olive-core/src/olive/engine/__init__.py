@@ -3,16 +3,17 @@
 A run, in order (``olive.workflows.run``):
 
 1. ``load_workflow_config`` validates the file (every error names its JSON path);
-2. ``engine.plan.resolve_plan`` loads each pass class and resolves its config and search space, so every
-   bad param is reported before anything runs (``olive run --dry-run`` stops here);
-3. ``engine.engine.Engine`` evaluates the input model, asks the sampler for points, runs each pass through
-   the content-addressed cache (``olive.cache``), evaluates candidates and picks the best under the goals;
-4. ``engine.outputs.write_outputs`` writes the model, ``model_config.json``, ``metrics.json``,
-   ``footprint.json`` and ``run_history.txt``, then any registered output writer.
+2. ``engine.plan.resolve_plan`` loads each pass class and its identity from the registry and resolves its
+   config and search space, so every bad param is reported before anything runs (``olive run --dry-run``
+   stops here);
+3. ``engine.engine.Engine`` evaluates the input model, then searches: the sampler suggests points, each
+   point is a trial (``engine.trial``: the pass chain through the content-addressed cache, ``olive.cache``,
+   then the evaluation) run by an executor (``engine.executors``: inline by default, local processes or
+   Ray), and the engine records every trial's events (``engine.results``) in the footprint
+   (``engine.footprint``), firing the observer hooks as it does; ``engine.choice`` picks the best under
+   the goals;
+4. ``engine.output_writer.write_outputs`` writes the model, ``model_config.json``, ``metrics.json``,
+   ``footprint.json``, ``run_history.txt`` and ``report.html``, then any registered output writer.
 
-With ``search_strategy.executor`` other than ``sequential``, step 3 hands each search point to a worker
-as a trial (``engine.trial.run_trial``: the pass chain through the shared cache, then the evaluation) on
-local processes or Ray (``engine.executors``); the engine records the results as if it had run them.
-
-Observer hooks fire around the workflow, each pass run (``cached=True`` for cache hits) and each evaluation.
+What a run returns is ``engine.output.WorkflowOutput``.
 """

@@ -1,11 +1,18 @@
-"""Where search trials run: a local process pool, or Ray tasks on one machine or a cluster.
+"""Where search trials run: in the engine's process, a local process pool, or Ray tasks.
 
-``search_strategy.executor`` picks one (``sequential``, the default, runs trials in the engine's own
-process and never reaches this module). An executor takes :class:`~olive.engine.trial.TrialRequest` s
-through ``submit()`` and hands back ``(trial_id, result)`` pairs from ``next_result()`` as trials finish.
+Three implementations of one interface, :class:`TrialExecutor`: ``submit()`` takes a
+:class:`~olive.engine.trial.TrialRequest`, ``next_result()`` hands back a finished trial's id and its events
+(:mod:`olive.engine.results`). ``search_strategy.executor`` picks one:
 
-A worker that dies in the middle of a trial (killed, out of memory) is replaced and the trial retried once;
-if it dies again the trial's result says so (``{"error": ...}``) and the search goes on.
+- ``sequential`` (the default, and every run without a search): :class:`InlineExecutor` runs each trial in
+  the engine's process, step by step as the engine reads its events, so a pass's hooks fire as it runs;
+- ``process``: :class:`ProcessExecutor`, local worker processes;
+- ``ray``: :class:`RayExecutor`, Ray tasks on one machine or a cluster.
+
+Every executor runs the same function (:meth:`~olive.engine.trial.TrialWorker.run`), so a search gives the
+same footprint on each. A worker that dies in the middle of a trial (killed, out of memory) is replaced and
+the trial retried once; if it dies again the trial's result is one :class:`~olive.engine.results.TrialFailed`
+and the search goes on.
 
 Local workers are forked by default, so they inherit the engine's pass registry, including passes
 registered in-process (tests, notebooks) and plugin passes; ``start_method: "spawn"`` or
@@ -17,16 +24,21 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import multiprocessing
 import os
 import signal
+import sys
 from abc import ABC, abstractmethod
 from collections import deque
+from collections.abc import Iterable
+from multiprocessing.connection import wait
 from typing import TYPE_CHECKING, Any
 
+from olive.engine.results import TrialEvent, TrialFailed
+from olive.engine.trial import TrialContext, TrialRequest, TrialWorker
 from olive.exceptions import OliveError, WorkflowConfigError
 
 if TYPE_CHECKING:
-    from olive.engine.trial import TrialContext, TrialRequest
     from olive.workflows.config import ExecutorConfig
 
 logger = logging.getLogger(__name__)
@@ -38,7 +50,7 @@ RAY_MISSING = (
 
 
 class TrialExecutor(ABC):
-    """Runs trials somewhere else than the engine's process."""
+    """Runs trials: takes requests, hands back each finished trial's events."""
 
     #: how many trials may be unfinished at once (the engine submits no more)
     capacity: int = 1
@@ -48,21 +60,53 @@ class TrialExecutor(ABC):
         """Start (or queue) a trial; returns its id."""
 
     @abstractmethod
-    def next_result(self) -> tuple[int, dict[str, Any]]:
-        """Wait for any submitted trial to finish; returns ``(trial_id, result)``."""
+    def next_result(self) -> tuple[int, Iterable[TrialEvent]]:
+        """Wait for any submitted trial to finish; returns ``(trial_id, events)``."""
 
     @abstractmethod
     def close(self, cancel: bool = False) -> None:
         """Stop the workers; ``cancel`` stops running trials instead of letting the pool drain."""
 
 
-def _safe_trial(context: TrialContext, request: TrialRequest) -> dict[str, Any]:
-    from olive.engine.trial import run_trial, worker_name
+def _no_trial_running() -> OliveError:
+    return OliveError("no trial is running (the executor was asked for a result it does not owe)")
 
+
+class InlineExecutor(TrialExecutor):
+    """``sequential``: one trial at a time in the engine's process.
+
+    A trial's events are produced while the engine reads them, so a pass runs only after the engine has
+    recorded its start (and fired ``olive_pass_start``), exactly as if the engine ran it itself.
+    """
+
+    capacity = 1
+
+    def __init__(self, worker: TrialWorker):
+        self._worker = worker
+        self._queue: deque[tuple[int, TrialRequest]] = deque()
+        self._next_id = 0
+
+    def submit(self, request: TrialRequest) -> int:
+        self._next_id += 1
+        self._queue.append((self._next_id, request))
+        return self._next_id
+
+    def next_result(self) -> tuple[int, Iterable[TrialEvent]]:
+        if not self._queue:
+            raise _no_trial_running()
+        trial_id, request = self._queue.popleft()
+        return trial_id, self._worker.run(request)
+
+    def close(self, cancel: bool = False) -> None:
+        self._queue.clear()
+
+
+def run_in_worker(context: TrialContext, request: TrialRequest) -> list[TrialEvent]:
+    """A whole trial in a worker process or Ray task; anything raised outside a pass fails this trial only."""
     try:
-        return run_trial(context, request)
-    except Exception as exc:  # anything outside a pass (which run_trial records) ends this trial only
-        return {"steps": [], "evaluation": None, "worker": worker_name(), "error": f"{type(exc).__name__}: {exc}"}
+        return list(TrialWorker.for_context(context).run(request))
+    except Exception as exc:
+        return [TrialFailed(f"{type(exc).__name__}: {exc}")]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -78,7 +122,7 @@ def _worker_main(conn: Any, context: TrialContext) -> None:
             return
         if message is None:
             return
-        conn.send(_safe_trial(context, message))
+        conn.send(run_in_worker(context, message))
 
 
 class _Worker:
@@ -101,8 +145,6 @@ class ProcessExecutor(TrialExecutor):
         start_method: str | None = None,
         retries: int = 1,
     ):
-        import multiprocessing
-
         method = start_method or ("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
         self._mp = multiprocessing.get_context(method)
         self.context = context
@@ -111,7 +153,7 @@ class ProcessExecutor(TrialExecutor):
         self.retries = retries
         self._workers: list[_Worker] = []
         self._backlog: deque[tuple[int, Any, int]] = deque()
-        self._results: deque[tuple[int, dict[str, Any]]] = deque()
+        self._results: deque[tuple[int, list[TrialEvent]]] = deque()
         self._next_id = 0
 
     @property
@@ -142,14 +184,12 @@ class ProcessExecutor(TrialExecutor):
             except (BrokenPipeError, OSError):
                 self._worker_died(idle)
 
-    def next_result(self) -> tuple[int, dict[str, Any]]:
-        from multiprocessing.connection import wait
-
+    def next_result(self) -> tuple[int, Iterable[TrialEvent]]:
         while not self._results:
             self._dispatch()
             busy = [w for w in self._workers if w.current is not None]
             if not busy:
-                raise OliveError("no trial is running (the executor was asked for a result it does not owe)")
+                raise _no_trial_running()
             handles = [w.conn for w in busy] + [w.process.sentinel for w in busy]
             ready = set(wait(handles))
             for worker in busy:
@@ -179,16 +219,8 @@ class ProcessExecutor(TrialExecutor):
             logger.warning("A trial's worker process died (%s); running the trial again in a new worker", how)
             self._backlog.appendleft((trial_id, request, attempt + 1))
         else:
-            self._results.append(
-                (
-                    trial_id,
-                    {
-                        "steps": [],
-                        "evaluation": None,
-                        "error": f"the worker process died ({how}) running this trial, {attempt + 1} times",
-                    },
-                )
-            )
+            error = f"the worker process died ({how}) running this trial, {attempt + 1} times"
+            self._results.append((trial_id, [TrialFailed(error)]))
 
     def close(self, cancel: bool = False) -> None:
         for worker in self._workers:
@@ -215,10 +247,6 @@ def import_ray() -> Any:
     except ImportError as exc:
         raise WorkflowConfigError(RAY_MISSING) from exc
     return ray
-
-
-def _ray_trial(context: TrialContext, request: TrialRequest) -> dict[str, Any]:
-    return _safe_trial(context, request)
 
 
 class RayExecutor(TrialExecutor):
@@ -254,7 +282,7 @@ class RayExecutor(TrialExecutor):
             self._started = True
         _pickle_user_scripts_by_value()
         self._context_ref = ray.put(context)
-        self._remote = ray.remote(num_cpus=num_cpus_per_trial, max_retries=retries)(_ray_trial)
+        self._remote = ray.remote(num_cpus=num_cpus_per_trial, max_retries=retries)(run_in_worker)
         cpus = float(ray.cluster_resources().get("CPU", 1))
         slots = max(1, int(cpus // max(num_cpus_per_trial, 1e-9)))
         self.capacity = max(1, int(max_pending or 2 * slots))
@@ -266,10 +294,10 @@ class RayExecutor(TrialExecutor):
         self._refs[self._remote.remote(self._context_ref, request)] = self._next_id
         return self._next_id
 
-    def next_result(self) -> tuple[int, dict[str, Any]]:
+    def next_result(self) -> tuple[int, Iterable[TrialEvent]]:
         ray = self._ray
         if not self._refs:
-            raise OliveError("no trial is running (the executor was asked for a result it does not owe)")
+            raise _no_trial_running()
         ready, _ = ray.wait(list(self._refs), num_returns=1)
         ref = ready[0]
         trial_id = self._refs.pop(ref)
@@ -278,7 +306,7 @@ class RayExecutor(TrialExecutor):
         except ray.exceptions.RayError as exc:
             # A worker that died twice (Ray retried once), or a task Ray could not run.
             message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            return trial_id, {"steps": [], "evaluation": None, "error": f"{type(exc).__name__}: {message}"}
+            return trial_id, [TrialFailed(f"{type(exc).__name__}: {message}")]
 
     def close(self, cancel: bool = False) -> None:
         if cancel:
@@ -295,8 +323,6 @@ class RayExecutor(TrialExecutor):
 def _pickle_user_scripts_by_value() -> None:
     # Functions from a workflow's user_script live in modules loaded from a file path, which a Ray worker
     # cannot import by name; ship their code instead.
-    import sys
-
     from ray import cloudpickle  # Ray serializes tasks with its own copy of cloudpickle
 
     for name, module in list(sys.modules.items()):
@@ -306,8 +332,10 @@ def _pickle_user_scripts_by_value() -> None:
 
 
 # --------------------------------------------------------------------------------------------------
-def create_executor(config: ExecutorConfig, context: TrialContext) -> TrialExecutor:
-    """The executor ``search_strategy.executor`` describes."""
+def create_executor(config: ExecutorConfig | None, context: TrialContext, local: TrialWorker) -> TrialExecutor:
+    """The executor ``search_strategy.executor`` describes (None: sequential); ``local`` runs inline trials."""
+    if config is None or config.type == "sequential":
+        return InlineExecutor(local)
     if config.type == "process":
         return ProcessExecutor(
             context,

@@ -5,9 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from olive.cache.store import hash_file
+
+if TYPE_CHECKING:
+    from olive.hardware.accelerator import AcceleratorSpec
+    from olive.passes.olive_pass import Pass
+    from olive.plugins.identity import PassIdentity
 
 KEY_FORMAT = 1
 
@@ -44,15 +49,6 @@ class ScriptHashes:
         return self._known[script]
 
 
-def config_json(config: Any) -> dict[str, Any]:
-    """A pass config as JSON, for keys and footprints."""
-    from olive.passes.pass_config import to_json_value
-
-    if hasattr(config, "to_json"):
-        return config.to_json()
-    return to_json_value(dict(config))
-
-
 def digest(payload: dict[str, Any]) -> str:
     text = json.dumps(payload, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
@@ -61,19 +57,16 @@ def digest(payload: dict[str, Any]) -> str:
 def run_key(
     input_hash: str,
     input_model_json: dict[str, Any],
-    pass_class: Any,
+    pass_class: type[Pass],
+    identity: PassIdentity,
     config: dict[str, Any],
-    accelerator: Any,
+    accelerator: AcceleratorSpec,
     user_script_hash: str | None,
 ) -> str:
-    """The key of one pass run."""
-    from olive.hardware.accelerator import AcceleratorSpec
-
+    """The key of one run of ``pass_class`` (offered as ``identity``) with ``config`` on an input model."""
     files: dict[str, str] = {}
     _file_hashes(config, files)
-    agnostic = True
-    if isinstance(accelerator, AcceleratorSpec):
-        agnostic = bool(pass_class.is_accelerator_agnostic(accelerator))
+    agnostic = bool(pass_class.is_accelerator_agnostic(accelerator))
     model_settings = {
         k: v
         for k, v in (input_model_json.get("config") or {}).items()
@@ -84,9 +77,9 @@ def run_key(
             "format": KEY_FORMAT,
             "input_model": input_hash,
             "input_settings": model_settings,
-            "pass": pass_class.pass_name(),
-            "distribution": pass_class.distribution(),
-            "distribution_version": pass_class.distribution_version(),
+            "pass": identity.name,
+            "distribution": identity.distribution,
+            "distribution_version": identity.version,
             "pass_version": pass_class._version,
             "config": config,
             "files": files,

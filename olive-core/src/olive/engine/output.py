@@ -1,4 +1,7 @@
-"""What a workflow run returns: the footprint of every model tried, and the chosen one."""
+"""What a workflow run returns: the footprint of every model tried, and the chosen one.
+
+``output_writer`` writes it into ``output_dir``; this module only holds it.
+"""
 
 from __future__ import annotations
 
@@ -7,56 +10,10 @@ from typing import Any
 
 import attrs
 
+from olive.engine.footprint import FootprintNode
+from olive.engine.results import Status
 
-@attrs.define
-class FootprintNode:
-    """One model the run tried (or a point it pruned or that failed).
-
-    ``status`` is ``"ok"``, ``"failed"`` (``error`` says why) or ``"pruned"`` (``validate_config`` said no).
-    ``timings`` holds seconds: ``run`` (0 for a cache hit), ``evaluate``; ``cached`` says whether the pass
-    run came from the cache. When latency or throughput was measured it also holds ``measured_on`` (the
-    host name) and ``measured_alone`` (True when no other trial worked on that host meanwhile).
-    """
-
-    model_id: str
-    parent_model_id: str | None = None
-    pass_key: str | None = None
-    pass_name: str | None = None
-    config: dict[str, Any] | None = None
-    metrics: dict[str, Any] | None = None
-    is_pareto: bool = False
-    status: str = "ok"
-    error: str | None = None
-    timings: dict[str, Any] = attrs.Factory(dict)
-    model_path: str | None = None
-    model_json: dict[str, Any] | None = None
-    cached: bool = False
-    is_candidate: bool = False
-    meets_goals: bool | None = None
-    pass_distribution: str | None = None
-    pass_version: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return attrs.asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> FootprintNode:
-        fields = attrs.fields_dict(cls)
-        return cls(**{k: v for k, v in data.items() if k in fields})
-
-    def metric_values(self) -> dict[str, float]:
-        """``{"metric-sub_type": value}`` of this model's metrics."""
-        return {
-            key: value["value"] if isinstance(value, dict) else value for key, value in (self.metrics or {}).items()
-        }
-
-    def create_model(self) -> Any:
-        """A model handler for this node's model (in the cache)."""
-        from olive.model.handler import OliveModelHandler
-
-        if self.model_json is None:
-            raise ValueError(f"footprint node {self.model_id} has no model ({self.status})")
-        return OliveModelHandler.from_json(self.model_json)
+__all__ = ["FootprintNode", "WorkflowOutput"]
 
 
 @attrs.define
@@ -83,7 +40,7 @@ class WorkflowOutput:
 
     def get_output_models(self) -> list[FootprintNode]:
         """Every candidate (a complete model of the workflow) that ran, best first."""
-        candidates = [n for n in self.footprint if n.is_candidate and n.status == "ok"]
+        candidates = [n for n in self.footprint if n.is_candidate and n.status is Status.OK]
         if self.best is not None:
             candidates.sort(key=lambda n: n.model_id != self.best.model_id)
         return candidates
@@ -94,9 +51,14 @@ class WorkflowOutput:
                 return node
         raise KeyError(model_id)
 
-    @property
-    def succeeded(self) -> bool:
-        return self.best is not None
+    def lineage(self, node: FootprintNode) -> list[FootprintNode]:
+        """The pass runs that produced ``node``, first pass first."""
+        chain = []
+        current: FootprintNode | None = node
+        while current is not None and current.parent_model_id is not None:
+            chain.append(current)
+            current = self.get_node(current.parent_model_id)
+        return list(reversed(chain))
 
     @property
     def output_model_path(self) -> Path | None:

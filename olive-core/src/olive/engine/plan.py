@@ -6,12 +6,14 @@ problems are reported together, each naming the pass's key in the workflow.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from olive.config_errors import config_error
+from olive.data.user_script import load_user_script
 from olive.exceptions import (
     AmbiguousPassError,
     OliveError,
@@ -19,12 +21,16 @@ from olive.exceptions import (
     UnknownPassError,
     WorkflowConfigError,
 )
+from olive.passes.pass_config import ParamCategory
 from olive.paths import resolve_user_path
+from olive.plugins.identity import PassIdentity, acting_as
+from olive.plugins.registry import PassEntry, get_registry
+from olive.search.search_parameter import Categorical, SpecialParamValue
+from olive.search.search_space import SearchSpace
 
 if TYPE_CHECKING:
     from olive.hardware.accelerator import AcceleratorSpec
-    from olive.passes.olive_pass import Pass
-    from olive.search.search_space import SearchSpace
+    from olive.passes.olive_pass import BasePassConfig, Pass
     from olive.workflows.config import PassSpec, WorkflowConfig
 
 _SPECIAL_STRINGS = ("DEFAULT_VALUE", "SEARCHABLE_VALUES", "OLIVE_IGNORED_PARAM_VALUE", "OLIVE_INVALID_PARAM_VALUE")
@@ -32,10 +38,15 @@ _SPECIAL_STRINGS = ("DEFAULT_VALUE", "SEARCHABLE_VALUES", "OLIVE_IGNORED_PARAM_V
 
 @attrs.define
 class PassAlternative:
-    """One configuration of a workflow pass, resolved against its class."""
+    """One configuration of a workflow pass, resolved against its class.
+
+    ``identity`` is the registry entry's name, distribution and version: it goes into cache keys and the
+    footprint, and the pass answers with it (:meth:`acting`) wherever the run calls it, in any process.
+    """
 
     spec: PassSpec
     pass_class: type[Pass]
+    identity: PassIdentity
     config: dict[str, Any]
     disable_search: bool
     search_space: SearchSpace
@@ -43,20 +54,32 @@ class PassAlternative:
 
     _resolved: dict[Any, tuple] = attrs.field(factory=dict, init=False, repr=False)
 
-    def generate_config(self, accelerator: AcceleratorSpec, point: dict[str, Any]) -> Any:
+    @property
+    def run_version(self) -> str | None:
+        """The version recorded with this pass's runs: its distribution's, else the class's ``_version``."""
+        return self.identity.version or self.pass_class._version
+
+    def acting(self) -> AbstractContextManager[None]:
+        """Inside the block the pass class answers with this alternative's identity."""
+        return acting_as(self.pass_class, self.identity)
+
+    def generate_config(self, accelerator: AcceleratorSpec, point: dict[str, Any]) -> BasePassConfig:
         """The config of one search point.
 
         ``Pass.generate_config`` resolves the whole config (and checks every search value) on each call;
         a search calls this once per point, so the resolution is kept and only the point's values are
         checked.
         """
-        resolved = self._resolved.get(accelerator)
-        if resolved is None:
-            triple = self.pass_class.get_config_params(accelerator, self.config, self.disable_search, self.spec.key)
-            declared = self.pass_class.default_config(accelerator)
-            resolved = self._resolved[accelerator] = (triple, declared)
-        triple, declared = resolved
-        return self.pass_class.config_for_point(accelerator, triple, point, pass_key=self.spec.key, declared=declared)
+        with self.acting():
+            resolved = self._resolved.get(accelerator)
+            if resolved is None:
+                triple = self.pass_class.get_config_params(accelerator, self.config, self.disable_search, self.spec.key)
+                declared = self.pass_class.default_config(accelerator)
+                resolved = self._resolved[accelerator] = (triple, declared)
+            triple, declared = resolved
+            return self.pass_class.config_for_point(
+                accelerator, triple, point, pass_key=self.spec.key, declared=declared
+            )
 
     def __getstate__(self) -> dict[str, Any]:
         # The resolved config class is made at run time and cannot be pickled; a worker resolves it again.
@@ -105,11 +128,10 @@ class PassPlan:
         return sum(alt.search_space.size() for alt in self.alternatives)
 
 
-def get_pass_class(spec: PassSpec) -> type[Pass]:
-    from olive.plugins.registry import get_registry
-
+def load_pass(spec: PassSpec) -> PassEntry:
+    """The registry entry ``spec.type`` names, its class loaded."""
     try:
-        return get_registry().get_pass_class(spec.type)
+        return get_registry().load_pass(spec.type)
     except (UnknownPassError, AmbiguousPassError) as exc:
         raise WorkflowConfigError(f"{spec.json_path}.type: {exc}") from exc
 
@@ -117,8 +139,6 @@ def get_pass_class(spec: PassSpec) -> type[Pass]:
 def _preprocess(
     spec: PassSpec, pass_class: type[Pass], accelerator: AcceleratorSpec, base_dir: Path, user_script: Path | None
 ) -> dict[str, Any]:
-    from olive.passes.pass_config import ParamCategory
-
     declared = pass_class.default_config(accelerator)
     params = dict(spec.params)
     module = None
@@ -130,8 +150,6 @@ def _preprocess(
             params[name] = str(resolve_user_path(value, base_dir))
         elif param.category == ParamCategory.OBJECT and user_script is not None:
             if module is None:
-                from olive.data.user_script import load_user_script
-
                 module = load_user_script(user_script, spec.script_dir, f"{spec.json_path}.user_script")
             if not hasattr(module, value):
                 raise config_error(
@@ -144,19 +162,19 @@ def _preprocess(
 
 def resolve_plan(workflow: WorkflowConfig, accelerator: AcceleratorSpec) -> list[PassPlan]:
     """Load every pass class and check every config; raise one error listing all problems."""
-    from olive.search.search_space import SearchSpace
-
     plans: list[PassPlan] = []
     problems: list[OliveError] = []
     for key, specs in workflow.passes.items():
         alternatives: list[PassAlternative] = []
         for spec in specs:
             try:
-                pass_class = get_pass_class(spec)
+                entry = load_pass(spec)
+                pass_class, identity = entry.pass_class, entry.identity
                 user_script = spec.user_script or workflow.user_script
-                config = _preprocess(spec, pass_class, accelerator, workflow.base_dir, user_script)
-                disable = spec.disable_search or not workflow.search_enabled
-                _, _, search = pass_class.get_config_params(accelerator, config, disable, key)
+                with acting_as(pass_class, identity):
+                    config = _preprocess(spec, pass_class, accelerator, workflow.base_dir, user_script)
+                    disable = spec.disable_search or not workflow.search_enabled
+                    _, _, search = pass_class.get_config_params(accelerator, config, disable, key)
                 space = SearchSpace(search, name=f"pass '{key}'")
                 if space.size() == 0:
                     raise PassConfigError(_empty_space_message(search), owner=f"pass '{key}' ({spec.type})")
@@ -166,7 +184,7 @@ def resolve_plan(workflow: WorkflowConfig, accelerator: AcceleratorSpec) -> list
             except OliveError as exc:
                 problems.append(exc)
                 continue
-            alternatives.append(PassAlternative(spec, pass_class, config, disable, space, user_script))
+            alternatives.append(PassAlternative(spec, pass_class, identity, config, disable, space, user_script))
         plans.append(PassPlan(key, alternatives))
     if problems:
         if len(problems) == 1:
@@ -180,8 +198,6 @@ def resolve_plan(workflow: WorkflowConfig, accelerator: AcceleratorSpec) -> list
 
 
 def _empty_space_message(search: dict[str, Any]) -> str:
-    from olive.search.search_parameter import Categorical, SpecialParamValue
-
     stuck = [
         name
         for name, param in search.items()

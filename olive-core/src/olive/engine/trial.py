@@ -1,50 +1,56 @@
 """One search trial: run a chain of passes from a model with one search point, then evaluate the last model.
 
-A trial runs in a worker (a local process or a Ray task) and touches nothing but the shared cache: each
-pass run goes through the content-addressed store under the run's lock, so two workers that reach the
-same run do it once, and the evaluation is cached the same way. The trial returns plain data (statuses,
-cache records, metrics as JSON); the engine, in the main process, turns it into footprint nodes, fires
-the hooks and reports to the sampler, exactly as for a pass run in its own process.
+:meth:`TrialWorker.run_step` is the one place a pass step runs, whatever the executor: resolve the point's config
+(an invalid one prunes the point), ask the pass to validate it, compute the run's cache key, then reuse the
+cached run or run the pass into the cache. :meth:`TrialWorker.run` chains the steps of a trial and evaluates
+its last model, yielding typed events (:mod:`olive.engine.results`) that the engine records in order.
 
-Timing metrics (latency, throughput) are measured while holding this host's measurement lock in
-exclusive mode, and every pass run holds it in shared mode, so no other trial of a run using this cache
-works on the same machine while a model is timed (see ``ModelEvaluator``).
+A trial touches nothing but the shared cache: each pass run goes through the content-addressed store under
+the run's lock, so two workers that reach the same run do it once, and the evaluation is cached the same way.
+Timing metrics (latency, throughput) are measured while holding this host's measurement lock in exclusive
+mode, and every pass run holds it in shared mode, so no other trial of a run using this cache works on the
+same machine while a model is timed (see ``ModelEvaluator``).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
-import socket
 import time
 import traceback
+from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from olive.engine.keys import ScriptHashes, config_json, run_key
-from olive.exceptions import OliveError, PassConfigError, PassRunError
+from olive.cache.store import CacheStore, hash_model
+from olive.engine.evaluation import ModelEvaluator
+from olive.engine.keys import ScriptHashes, run_key
+from olive.engine.results import Status, StepResult, StepStarted, TrialEvent
+from olive.exceptions import PassConfigError, PassRunError
+from olive.model.handler import OliveModelHandler
 
 if TYPE_CHECKING:
-    from olive.cache.store import CacheStore
-    from olive.engine.plan import PassPlan
+    from olive.engine.plan import PassAlternative, PassPlan
     from olive.hardware.accelerator import AcceleratorSpec
+    from olive.passes.olive_pass import BasePassConfig
     from olive.workflows.config import WorkflowConfig
 
 logger = logging.getLogger(__name__)
 
 
-def host_lock_name() -> str:
-    """The name of this machine's measurement lock in the cache's ``locks/`` folder."""
-    return "host-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in socket.gethostname())
+def model_path_under(model_json: dict[str, Any], folder: Path) -> Path | None:
+    """Where the model of ``model_json`` lies inside ``folder`` (relative, symlinks resolved), or None."""
+    raw = (model_json.get("config") or {}).get("model_path")
+    if raw is None:
+        return None
+    path, base = Path(raw).resolve(), folder.resolve()
+    return path.relative_to(base) if path == base or base in path.parents else None
 
 
-def model_from_record(record: dict[str, Any]) -> Any:
+def model_from_record(record: dict[str, Any]) -> OliveModelHandler:
     """The model handler of a cached pass run."""
-    from olive.model.handler import OliveModelHandler
-
     model_json = {**record["model"], "config": dict(record["model"].get("config") or {})}
     fields = model_json["config"]
     rel = fields.pop("model_path_rel", None)
@@ -53,69 +59,13 @@ def model_from_record(record: dict[str, Any]) -> Any:
     return OliveModelHandler.from_json(model_json)
 
 
-def execute_pass(
-    cache: CacheStore, accelerator: AcceleratorSpec, pass_class: Any, config: Any, model: Any, key: str
-) -> tuple[dict[str, Any], bool]:
-    """Run one pass into the cache unless its entry exists; returns ``(record, cached)``.
-
-    The run's lock is held while running, and the cache is looked up again once it is held: a worker
-    that waited for another doing the same run reuses its entry.
-    """
-    record = cache.get_run(key)
-    if record is not None:
-        return record, True
-    with cache.lock(host_lock_name(), shared=True), cache.run_lock(key):
-        record = cache.get_run(key)
-        if record is not None:
-            return record, True
-        return _run_into_cache(cache, accelerator, pass_class, config, model, key), False
-
-
-def _run_into_cache(
-    cache: CacheStore, accelerator: AcceleratorSpec, pass_class: Any, config: Any, model: Any, key: str
-) -> dict[str, Any]:
-    from olive.cache.store import hash_model
-
-    pass_name = pass_class.pass_name()
-    with cache.new_run(key) as tmp:
-        output_dir = tmp / "output"
-        start = time.perf_counter()
-        instance = pass_class(accelerator, config)
-        output_model = instance.run(model, str(output_dir))
-        duration = time.perf_counter() - start
-        model_json = output_model.to_json()
-        fields = model_json.get("config") or {}
-        raw_path = fields.get("model_path")
-        if raw_path is not None:
-            raw = Path(raw_path).resolve()
-            if raw == tmp or tmp in raw.parents:
-                fields["model_path"] = None
-                fields["model_path_rel"] = str(raw.relative_to(tmp))
-            elif not raw.exists():
-                raise PassRunError(f"pass {pass_name} returned a model at '{raw}', which does not exist")
-        record = {
-            "key": key,
-            "pass_name": pass_name,
-            "distribution": pass_class.distribution(),
-            "version": pass_class.distribution_version() or pass_class._version,
-            "config": config_json(config),
-            "accelerator": str(accelerator),
-            "model": model_json,
-            "output_hash": hash_model(output_model),
-            "duration_s": round(duration, 6),
-            "created": time.time(),
-            "session": cache.session_id,
-        }
-        (tmp / "run.json").write_text(json.dumps(record, indent=1, sort_keys=True, default=str))
-    stored = cache.get_run(key)
-    if stored is None:  # pragma: no cover - new_run raises instead
-        raise PassRunError(f"cache entry for pass {pass_name} vanished after writing it")
-    return stored
-
-
 @attrs.define
 class TrialContext:
-    """What every trial of one search needs; sent to each worker once."""
+    """What every trial of one search needs; sent to each worker once.
+
+    The plans carry each pass's identity (``PassAlternative.identity``): a worker that imports a pass class
+    by module name knows it under the name, distribution and version the engine resolved.
+    """
 
     context_id: str
     workflow: WorkflowConfig
@@ -127,142 +77,178 @@ class TrialContext:
     evaluation_cache: bool
     input_model_json: dict[str, Any]
     input_hash: str
-    # (registered name, distribution, version) of each pass class, in plan order: a worker that imports a
-    # class by module name (Ray) gets it without what the registry set on it, which the cache keys include.
-    pass_identities: list[tuple[str | None, str | None, str | None]] = attrs.Factory(list)
 
-    @staticmethod
-    def identities_of(plans: list[PassPlan]) -> list[tuple[str | None, str | None, str | None]]:
-        return [
-            (
-                alt.pass_class.pass_name(),
-                alt.pass_class.distribution(),
-                alt.pass_class.distribution_version(),
-            )
-            for plan in plans
-            for alt in plan.alternatives
-        ]
+    @property
+    def host_device(self) -> str | None:
+        """The device of the workflow's ``host`` system, where passes run (handed to each pass as ``host_device``)."""
+        host = self.workflow.host
+        return host.accelerators[0].device if host is not None and host.accelerators else None
 
 
-@attrs.define
+@attrs.frozen
 class TrialRequest:
-    """Run ``plan_keys`` in order from the model ``start_json`` with ``point``; evaluate the last model."""
+    """Run ``plan_keys`` in order from the model ``start_json`` with ``point``; evaluate the last model.
+
+    :param failed_runs: ``(pass_key, run key) -> error`` of the runs that failed earlier in the search; a step
+        reaching one reports the failure instead of running the pass again.
+    """
 
     start_json: dict[str, Any]
     start_hash: str
     plan_keys: list[str]
     point: dict[str, Any]
     evaluate: bool = True
+    failed_runs: Mapping[tuple[str, str], str] = attrs.Factory(dict)
 
 
-class _WorkerState:
-    """Per-process state of one context: the cache, the evaluator and the input model, made once."""
+# The worker of the current search in this process (see TrialWorker.for_context).
+_WORKERS: dict[str, TrialWorker] = {}
 
-    def __init__(self, context: TrialContext):
-        from olive.cache.store import CacheStore
-        from olive.model.handler import OliveModelHandler
 
+class TrialWorker:
+    """Runs trials of one search in one process: the cache, the evaluator and the input model, made once."""
+
+    def __init__(
+        self,
+        context: TrialContext,
+        cache: CacheStore,
+        evaluator: ModelEvaluator | None,
+        input_model: OliveModelHandler,
+    ):
         self.context = context
-        alternatives = [alt for plan in context.plans for alt in plan.alternatives]
-        for alt, (name, distribution, version) in zip(alternatives, context.pass_identities, strict=False):
-            alt.pass_class._olive_pass_name = name
-            alt.pass_class._olive_distribution = distribution
-            alt.pass_class._olive_distribution_version = version
-        self.cache = CacheStore(context.cache_root)
-        self.cache.session_id = context.cache_session
+        self.cache = cache
+        self.evaluator = evaluator
+        self.input_model = input_model
         self.plans = {plan.key: plan for plan in context.plans}
-        self.input_model = OliveModelHandler.from_json(context.input_model_json)
-        self._evaluator: Any = None
         self.script_hashes = ScriptHashes()
 
-    @property
-    def evaluator(self) -> Any:
-        workflow = self.context.workflow
-        if self._evaluator is None and workflow.evaluator is not None:
-            from olive.engine.evaluation import ModelEvaluator
-
-            self._evaluator = ModelEvaluator(
-                workflow.evaluator,
-                workflow.data_configs,
-                workflow.base_dir,
-                self.context.execution_providers,
-                self.cache if self.context.evaluation_cache else None,
-                workflow.user_script,
-                lock_cache=self.cache,
+    @classmethod
+    def for_context(cls, context: TrialContext) -> TrialWorker:
+        """The worker of ``context`` in this (worker) process, made on its first trial."""
+        worker = _WORKERS.get(context.context_id)
+        if worker is None:
+            _WORKERS.clear()  # one search at a time per worker process
+            cache = CacheStore(context.cache_root)
+            cache.session_id = context.cache_session
+            evaluator = ModelEvaluator.for_workflow(
+                context.workflow, context.execution_providers, cache, context.evaluation_cache
             )
-        return self._evaluator
+            input_model = OliveModelHandler.from_json(context.input_model_json)
+            worker = _WORKERS[context.context_id] = cls(context, cache, evaluator, input_model)
+        return worker
 
+    def run(self, request: TrialRequest) -> Iterator[TrialEvent]:
+        """The events of one trial, produced as it runs: each step's start and result, then the evaluation.
 
-_STATES: dict[str, _WorkerState] = {}
+        The chain stops at the first step that is not OK. A pass that raises is a failed step, never an
+        exception out of here.
+        """
+        model = OliveModelHandler.from_json(request.start_json)
+        model_hash = request.start_hash
+        for plan_key in request.plan_keys:
+            plan = self.plans[plan_key]
+            step = yield from self.run_step(plan, request.point[plan_key], model, model_hash, request.failed_runs)
+            yield step
+            if step.status is not Status.OK:
+                return
+            model, model_hash = model_from_record(step.record), step.record["output_hash"]
+        if request.evaluate and self.evaluator is not None:
+            yield self.evaluator.evaluate(model, model_hash, self.input_model, self.context.input_hash)
 
+    def run_step(
+        self,
+        plan: PassPlan,
+        point: dict[str, Any],
+        model: OliveModelHandler,
+        model_hash: str,
+        failed_runs: Mapping[tuple[str, str], str],
+    ) -> Generator[StepStarted, None, StepResult]:
+        """Run one pass on ``model``, the one place a step runs: yields :class:`StepStarted` just before the run
+        (or the cache lookup) and returns the :class:`StepResult`.
 
-def _state(context: TrialContext) -> _WorkerState:
-    state = _STATES.get(context.context_id)
-    if state is None:
-        _STATES.clear()  # one search at a time per worker
-        state = _STATES[context.context_id] = _WorkerState(context)
-    return state
-
-
-def worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def run_trial(context: TrialContext, request: TrialRequest) -> dict[str, Any]:
-    """Run one trial; returns ``{"steps": [...], "evaluation": {...} | None, "worker": "host:pid"}``.
-
-    Each step is ``{"pass_key", "status" ("ok" | "failed" | "pruned"), "config", "key", "record", "cached",
-    "duration", "error"}``; the chain stops at the first step that is not ok. A pass that raises is a failed
-    step, never an exception out of here.
-    """
-    from olive.model.handler import OliveModelHandler
-
-    state = _state(context)
-    accelerator = context.accelerator
-    steps: list[dict[str, Any]] = []
-    result: dict[str, Any] = {"steps": steps, "evaluation": None, "worker": worker_name()}
-    model = OliveModelHandler.from_json(request.start_json)
-    model_hash = request.start_hash
-    for plan_key in request.plan_keys:
-        plan = state.plans[plan_key]
-        alternative, params = plan.decode(request.point[plan_key])
-        pass_class = alternative.pass_class
-        step: dict[str, Any] = {"pass_key": plan_key, "cached": False, "duration": 0.0, "error": None}
-        steps.append(step)
+        An invalid config prunes the point; so does ``validate_config`` returning False. A run in
+        ``failed_runs`` (``(pass_key, run key) -> error``) is reported failed without running again.
+        """
+        alternative, params = plan.decode(point)
+        accelerator = self.context.accelerator
         try:
             config = alternative.generate_config(accelerator, params)
         except PassConfigError as exc:
-            step.update(status="pruned", config=params, error=str(exc))
-            return result
-        cfg_json = config_json(config)
-        step["config"] = cfg_json
-        if not pass_class.validate_config(config, accelerator):
-            step.update(status="pruned", error="validate_config returned False")
-            return result
-        key = run_key(
-            model_hash, model.to_json(), pass_class, cfg_json, accelerator, state.script_hashes(alternative.user_script)
-        )
-        step["key"] = key
+            return StepResult(plan.key, Status.PRUNED, params, error=str(exc))
+        cfg_json = config.to_json()
+        with alternative.acting():
+            valid = alternative.pass_class.validate_config(config, accelerator)
+        if not valid:
+            return StepResult(plan.key, Status.PRUNED, cfg_json, error="validate_config returned False")
+        script_hash = self.script_hashes(alternative.user_script)
+        pass_class, identity = alternative.pass_class, alternative.identity
+        key = run_key(model_hash, model.to_json(), pass_class, identity, cfg_json, accelerator, script_hash)
+        known_failure = failed_runs.get((plan.key, key))
+        if known_failure is not None:
+            return StepResult(plan.key, Status.FAILED, cfg_json, key, error=known_failure)
+        yield StepStarted(plan.key, key, cfg_json)
         start = time.perf_counter()
         try:
-            record, cached = execute_pass(state.cache, accelerator, pass_class, config, model, key)
-            model = model_from_record(record)
+            record, cached = self._execute(alternative, config, model, key)
         except Exception as exc:  # a pass may raise anything; it is a failed step
-            step.update(status="failed", error=f"{type(exc).__name__}: {exc}", duration=time.perf_counter() - start)
-            logger.debug("Pass %s failed:\n%s", plan_key, "".join(traceback.format_exception(exc)))
-            return result
-        step.update(status="ok", record=record, cached=cached, duration=time.perf_counter() - start)
-        model_hash = record["output_hash"]
-    if request.evaluate and state.evaluator is not None:
-        start = time.perf_counter()
-        evaluation: dict[str, Any] = {"error": None}
-        try:
-            metrics, cached, where = state.evaluator.evaluate(model, model_hash, state.input_model, context.input_hash)
-            from olive.engine.evaluation import result_to_json
+            logger.debug("Pass %s failed:\n%s", plan.key, "".join(traceback.format_exception(exc)))
+            error = f"{type(exc).__name__}: {exc}"
+            duration = time.perf_counter() - start
+            return StepResult(plan.key, Status.FAILED, cfg_json, key, None, False, duration, error, exc)
+        return StepResult(plan.key, Status.OK, cfg_json, key, record, cached, time.perf_counter() - start)
 
-            evaluation.update(metrics=result_to_json(metrics), cached=cached, where=where)
-        except OliveError as exc:
-            evaluation["error"] = str(exc)
-        evaluation["duration"] = time.perf_counter() - start
-        result["evaluation"] = evaluation
-    return result
+    def _execute(
+        self, alternative: PassAlternative, config: BasePassConfig, model: OliveModelHandler, key: str
+    ) -> tuple[dict[str, Any], bool]:
+        """Run one pass into the cache unless its entry exists; returns ``(record, cached)``.
+
+        The run's lock is held while running, and the cache is looked up again once it is held: a worker
+        that waited for another doing the same run reuses its entry.
+        """
+        cache = self.cache
+        record = cache.get_run(key)
+        if record is not None:
+            return record, True
+        with cache.host_lock(shared=True), cache.run_lock(key):
+            record = cache.get_run(key)
+            if record is not None:
+                return record, True
+            return self._run_into_cache(alternative, config, model, key), False
+
+    def _run_into_cache(
+        self, alternative: PassAlternative, config: BasePassConfig, model: OliveModelHandler, key: str
+    ) -> dict[str, Any]:
+        cache, identity = self.cache, alternative.identity
+        with cache.new_run(key) as tmp, alternative.acting():
+            start = time.perf_counter()
+            instance = alternative.pass_class(self.context.accelerator, config, self.context.host_device)
+            output_model = instance.run(model, str(tmp / "output"))
+            duration = time.perf_counter() - start
+            model_json = output_model.to_json()
+            # The entry may move (renamed into place, a copied cache): its own files are recorded relative to it.
+            rel = model_path_under(model_json, tmp)
+            raw = model_json["config"].get("model_path")
+            if rel is not None:
+                model_json["config"].update(model_path=None, model_path_rel=str(rel))
+            elif raw is not None and not Path(raw).exists():
+                raise PassRunError(
+                    f"it returned a model at '{raw}', which does not exist", owner=f"pass {identity.name}"
+                )
+            record = {
+                "key": key,
+                "pass_name": identity.name,
+                "distribution": identity.distribution,
+                "version": alternative.run_version,
+                "config": config.to_json(),
+                "accelerator": str(self.context.accelerator),
+                "model": model_json,
+                "output_hash": hash_model(output_model),
+                "duration_s": round(duration, 6),
+                "created": time.time(),
+                "session": cache.session_id,
+            }
+            (tmp / "run.json").write_text(json.dumps(record, indent=1, sort_keys=True, default=str))
+        stored = cache.get_run(key)
+        if stored is None:  # pragma: no cover - new_run raises instead
+            raise PassRunError("its cache entry vanished after writing it", owner=f"pass {identity.name}")
+        return stored

@@ -8,8 +8,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from olive.data.components import normalize_batch
+from olive.data.feeds import check_feeds
+from olive.data.user_script import get_user_function, load_user_script
 from olive.evaluator.metric import RATIO_PREFIX, Metric, assign_priorities, plugin_metrics
 from olive.evaluator.result import MetricResult, SubMetricResult, joint_key
+from olive.evaluator.scores import classification_scores
 from olive.exceptions import OliveError, WorkflowConfigError, closest_match_hint
 from olive.measure import (
     OutputVectors,
@@ -87,7 +91,6 @@ class OliveEvaluator:
         return path.resolve()
 
     def _user_function(self, metric: Metric, key: str) -> Callable[..., Any]:
-        from olive.data.user_script import get_user_function, load_user_script
 
         name = metric.user_config[key]
         if callable(name):
@@ -212,7 +215,6 @@ class _Run:
 
     def batches(self, metric: Metric, model: OliveModelHandler) -> Iterator[tuple[dict[str, Any], Any]]:
         """Checked feeds and labels from the metric's data, or synthetic inputs when it names none."""
-        from olive.data.calibration import check_feeds
 
         io_config = model.get_io_config()
         data_config = self.evaluator.data_config_of(metric)
@@ -242,8 +244,6 @@ class _Run:
         self, metric: Metric, io_config: dict[str, Any], model_name: str
     ) -> Iterator[tuple[dict[str, Any], Any]]:
         # Older Olive metrics carry their own loader: dataloader_func(data_dir, batch_size, **func_kwargs).
-        from olive.data.calibration import check_feeds
-        from olive.data.components import normalize_batch
 
         func = self.evaluator._user_function(metric, "dataloader_func")
         data_dir = metric.user_config.get("data_dir")
@@ -324,8 +324,6 @@ class _Run:
         infer = self._infer(self.model, metric, feeds, io_bind)
         timing = {"warmup": metric.warmup_num, "sleep_s": metric.sleep_num}
         if paired:
-            from olive.data.calibration import check_feeds
-
             ref_name = f"reference model '{Path(self.reference.model_path).name}'"
             ref_feeds = check_feeds(
                 feeds, self.reference.get_io_config(), f"metric '{metric.name}'", ref_name, cast=True
@@ -405,8 +403,6 @@ class _Run:
     def _accuracy(self, metric: Metric) -> tuple[dict[str, float], dict[str, Any]]:
         import numpy as np
 
-        from olive.evaluator.scores import classification_scores
-
         preds, _, labels, count = self._predictions(metric)
         where = self.evaluator.data_config_of(metric)
         if any(label is None for label in labels):
@@ -459,7 +455,6 @@ class _Run:
                 ref_feeds = feeds
                 if ref_io is not None:
                     # the reference may take other input dtypes (e.g. float32 against a float16 candidate)
-                    from olive.data.calibration import check_feeds
 
                     ref_name = f"reference model '{Path(self.reference.model_path).name}'"
                     ref_feeds = check_feeds(feeds, ref_io, f"metric '{metric.name}'", ref_name, cast=True)

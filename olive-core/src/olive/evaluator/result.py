@@ -35,9 +35,6 @@ class MetricResult(dict[str, SubMetricResult]):
         super().__init__(values or {})
         self.metadata: dict[str, Any] = dict(metadata or {})
 
-    def value(self, key: str) -> float:
-        return self[key].value
-
     def to_json(self, include_metadata: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {key: sub.to_json() for key, sub in self.items()}
         if include_metadata and self.metadata:

@@ -19,6 +19,7 @@ from olive.passes.pass_config import (
 )
 from olive.passes.type_check import TypeMismatch, coerce_value, describe_type, value_choices
 from olive.paths import resolve_user_path
+from olive.plugins.identity import identity_of
 from olive.search.search_parameter import (
     Categorical,
     Conditional,
@@ -119,10 +120,6 @@ class Pass(ABC):
 
     #: Optional version of the pass's behaviour; part of every cache key for its runs.
     _version: ClassVar[str | None] = None
-    #: Set by the plugin registry: the entry-point name, distribution and its version.
-    _olive_pass_name: ClassVar[str | None] = None
-    _olive_distribution: ClassVar[str | None] = None
-    _olive_distribution_version: ClassVar[str | None] = None
 
     def __init__(
         self,
@@ -185,19 +182,23 @@ class Pass(ABC):
     # ----------------------------------------------------------------------------------------------
     @classmethod
     def pass_name(cls) -> str:
-        """The name the pass is registered under (its entry-point name), else its class name."""
-        # Read from the class itself: a subclass of a registered pass is a different pass.
-        return cls.__dict__.get("_olive_pass_name") or cls.__name__
+        """The name the pass is registered under (its entry-point name), else its class name.
+
+        The identity comes from where the class is used, not from the class: the run that calls the pass
+        (the engine acts under its registry entry's identity), else the process-wide registry's entry for it
+        (see :mod:`olive.plugins.identity`). A subclass of a registered pass is a different pass.
+        """
+        return identity_of(cls).name
 
     @classmethod
     def distribution(cls) -> str | None:
-        """The distribution that registered this class through an entry point (None when registered in-process)."""
-        return cls.__dict__.get("_olive_distribution")
+        """The distribution that offers this pass (``"local"`` for an in-process registration; None when none does)."""
+        return identity_of(cls).distribution
 
     @classmethod
     def distribution_version(cls) -> str | None:
         """The version of :meth:`distribution`, if any."""
-        return cls.__dict__.get("_olive_distribution_version")
+        return identity_of(cls).version
 
     @classmethod
     def default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:

@@ -27,6 +27,10 @@ When the hooks fire during ``olive run``::
       for each pass run:  olive_pass_start -> (run or cache hit) -> olive_pass_end
       for each evaluation:                                            olive_evaluation_end
     olive_workflow_end   (also after a failure, with ``error`` set)
+
+Every hook fires in the process that called ``olive.run``, once per pass run and evaluation recorded in the
+footprint. With ``search_strategy.executor`` ``process`` or ``ray`` a search point's passes run in a worker;
+their hooks fire when the point's result comes back, in the order a sequential search fires them.
 """
 
 from __future__ import annotations

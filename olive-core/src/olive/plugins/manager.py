@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 import pluggy
 
-from olive.exceptions import PluginLoadError
+from olive.exceptions import PluginLoadError, closest_match_hint
 from olive.plugins import hookspecs
 from olive.plugins.discovery import (
     PLUGINS_GROUP,
@@ -118,8 +118,6 @@ class OlivePluginManager(pluggy.PluginManager):
         if unknown:
             self.unregister(plugin)
             known = sorted(n for n in dir(hookspecs) if n.startswith("olive_"))
-            from olive.exceptions import closest_match_hint
-
             hints = "; ".join(f"'{n}'{closest_match_hint(n, known)}" for n in sorted(unknown))
             raise PluginLoadError(
                 f"plugin {name} implements unknown hook(s) {hints}; Olive's hooks are: {', '.join(known)}"

@@ -6,6 +6,10 @@ whose ``_default_config`` raises, is recorded with its error and every other pas
 the broken pass raises :class:`~olive.exceptions.PluginLoadError` naming the distribution, its version,
 the entry point and the original exception (chained).
 
+Identity: an entry's name, distribution and version are the pass's :class:`~olive.plugins.identity.PassIdentity`.
+They stay on the entry (:meth:`PassRegistry.identity_of` finds the entry of a class); nothing is written onto
+the class, so two registries that load one class do not overwrite each other's answer.
+
 Names: a pass is asked for by its entry-point name (``"QuantizeDynamic"``) or qualified by its
 distribution (``"olive-passes-quant:QuantizeDynamic"``); two distributions offering one name make the
 bare name an :class:`~olive.exceptions.AmbiguousPassError` naming both as ``dist==version``.
@@ -13,6 +17,7 @@ bare name an :class:`~olive.exceptions.AmbiguousPassError` naming both as ``dist
 
 from __future__ import annotations
 
+import sys
 import threading
 from contextlib import AbstractContextManager, suppress
 from typing import TYPE_CHECKING, Any
@@ -28,12 +33,13 @@ from olive.plugins.discovery import (
     iter_entry_points,
     normalize_name,
 )
+from olive.plugins.identity import PassIdentity, acting_as, answer_with_process_wide_registry
 from olive.plugins.process_wide import ProcessWide
 
 if TYPE_CHECKING:
     from olive.passes.olive_pass import Pass
 
-__all__ = ["PassEntry", "PassRegistry", "get_registry", "set_registry", "use_registry"]
+__all__ = ["PassEntry", "PassIdentity", "PassRegistry", "get_registry", "set_registry", "use_registry"]
 
 NOT_LOADED = "not loaded"
 OK = "ok"
@@ -95,6 +101,24 @@ class PassEntry:
     def exception(self) -> BaseException | None:
         """The original exception of a failed load."""
         return self._exception
+
+    @property
+    def identity(self) -> PassIdentity:
+        """The name, distribution and version this entry offers its pass under."""
+        return PassIdentity(self.name, self.distribution, self.version)
+
+    def offers(self, pass_class: type) -> bool:
+        """Whether this entry's object is ``pass_class``: its loaded class, or, before it loads, the object its
+        target names in a module that is already imported (nothing is imported to answer)."""
+        if self._pass_class is not None:
+            return self._pass_class is pass_class
+        if self.status != NOT_LOADED:
+            return False
+        module_name, _, attribute = self.value.partition(":")
+        found: Any = sys.modules.get(module_name)
+        for part in attribute.split(".") if attribute else ():
+            found = vars(found).get(part) if found is not None and hasattr(found, "__dict__") else None
+        return found is pass_class
 
     def to_json(self) -> dict[str, Any]:
         """The listing's fields as plain JSON."""
@@ -176,6 +200,7 @@ class PassRegistry:
         Registering a name again for the same distribution replaces the earlier class; the same name
         from another distribution makes the bare name ambiguous, as for installed distributions.
         """
+        # The Pass contract loads only when a class is registered or loaded: listing passes does not need it.
         from olive.passes.olive_pass import Pass
 
         if not (isinstance(pass_class, type) and issubclass(pass_class, Pass)):
@@ -247,6 +272,17 @@ class PassRegistry:
             "Install the distribution that offers it, or run `olive passes` to list them"
         )
 
+    def identities_of(self, pass_class: type) -> list[PassIdentity]:
+        """Every identity this registry offers ``pass_class`` under, the latest registered first."""
+        with self._lock:
+            entries = list(self._all())
+        return [entry.identity for entry in reversed(entries) if entry.offers(pass_class)]
+
+    def identity_of(self, pass_class: type) -> PassIdentity | None:
+        """The identity of the entry that offers ``pass_class`` (the latest registered, when several do), or None."""
+        found = self.identities_of(pass_class)
+        return found[0] if found else None
+
     def get_pass_class(self, name: str) -> type[Pass]:
         """Load and return the class of pass ``name`` (``PassName`` or ``dist-name:PassName``).
 
@@ -254,10 +290,18 @@ class PassRegistry:
         ``dist==version``) or :class:`PluginLoadError` (naming distribution, version and entry point,
         chained to the original exception).
         """
+        return self.load(self.load_pass(name))
+
+    def load_pass(self, name: str) -> PassEntry:
+        """The entry of pass ``name``, its class loaded: its ``pass_class`` and its ``identity``.
+
+        Raises as :meth:`get_pass_class` does.
+        """
         if self.policy.strict:
             self.check_strict()
         entry = self.get_entry(name)
-        return self.load(entry)
+        self.load(entry)
+        return entry
 
     def load(self, entry: PassEntry) -> type[Pass]:
         """Import ``entry``'s class (once) and check it; raises :class:`PluginLoadError` on failure."""
@@ -302,6 +346,7 @@ class PassRegistry:
         self._finish_load(entry, obj)
 
     def _finish_load(self, entry: PassEntry, obj: Any) -> None:
+        from olive.hardware.accelerator import DEFAULT_CPU_ACCELERATOR
         from olive.passes.olive_pass import Pass
 
         if not (isinstance(obj, type) and issubclass(obj, Pass)):
@@ -309,13 +354,9 @@ class PassRegistry:
             exc = TypeError(f"{entry.value} is a {kind}, not a subclass of olive.passes.Pass")
             self._fail(entry, exc, str(exc))
             return
-        obj._olive_pass_name = entry.name
-        obj._olive_distribution = entry.distribution
-        obj._olive_distribution_version = entry.version
         try:
-            from olive.hardware.accelerator import DEFAULT_CPU_ACCELERATOR
-
-            obj.default_config(DEFAULT_CPU_ACCELERATOR)
+            with acting_as(obj, entry.identity):
+                obj.default_config(DEFAULT_CPU_ACCELERATOR)
         except Exception as exc:
             self._fail(entry, exc, f"{entry.value}._default_config failed: {describe_exception(exc)}")
             return
@@ -363,3 +404,10 @@ def set_registry(registry: PassRegistry | None) -> PassRegistry | None:
 def use_registry(registry: PassRegistry) -> AbstractContextManager[PassRegistry]:
     """Make ``registry`` the process-wide one inside the ``with`` block."""
     return _registry.use(registry)
+
+
+def _process_wide_identity(pass_class: type) -> PassIdentity | None:
+    return get_registry().identity_of(pass_class)
+
+
+answer_with_process_wide_registry(_process_wide_identity)

@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+import olive
 from olive.exceptions import OliveError
 
 FOOTPRINT_FILE = "footprint.json"
@@ -245,6 +246,4 @@ def report_data_from_output(output: Any, goals: Mapping[str, str] | None = None)
 
 
 def _core_version() -> str:
-    import olive
-
     return olive.__version__

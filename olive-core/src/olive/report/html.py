@@ -17,7 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from olive.report.chart import Point, scatter_svg
-from olive.report.data import ReportData, load_report_data, report_data_from_footprint, report_data_from_output
+from olive.report.data import (
+    ReportData,
+    goals_of,
+    load_report_data,
+    report_data_from_footprint,
+    report_data_from_output,
+)
 
 REPORT_FILE = "report.html"
 
@@ -384,8 +390,6 @@ def write_report(
     :param workflow: the run's ``WorkflowConfig``; when given, the report states its goals.
     :param goals: ``{"metric-sub_type": "threshold 0.99"}``, instead of ``workflow``.
     """
-    from olive.report.data import goals_of
-
     output_dir = Path(output_dir)
     if goals is None and workflow is not None:
         goals = goals_of(workflow)
@@ -403,5 +407,5 @@ def write_report(
 
 
 def report_writer(output: Any, workflow: Any, output_dir: Path) -> None:
-    """An output writer for ``olive.engine.outputs.register_output_writer``: reads the files just written."""
+    """An output writer for ``olive.engine.output_writer.register_output_writer``: reads the files just written."""
     write_report(output_dir, workflow=workflow)

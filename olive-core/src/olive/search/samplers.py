@@ -29,6 +29,8 @@ from collections.abc import Callable
 from typing import Any
 
 from olive.exceptions import WorkflowConfigError, closest_match_hint
+from olive.plugins.manager import get_plugin_samplers
+from olive.search.search_parameter import SpecialParamValue
 
 logger = logging.getLogger(__name__)
 
@@ -127,8 +129,6 @@ class TPESampler(Sampler):
         self._rest: list[dict[str, Any]] | None = None
 
     def _ask(self) -> tuple[Any, dict[str, Any] | None]:
-        from olive.search.search_parameter import SpecialParamValue
-
         trial = self.study.ask()
         point: dict[str, Any] = {}
         for space_name, space in self.search_space.spaces.items():
@@ -208,8 +208,6 @@ BUILTIN_SAMPLERS: dict[str, SamplerFactory] = {
 
 def available_samplers() -> dict[str, SamplerFactory]:
     """Built-in samplers plus those registered through ``olive_register_samplers``."""
-    from olive.plugins.manager import get_plugin_samplers
-
     samplers = dict(BUILTIN_SAMPLERS)
     for name, factory in get_plugin_samplers().items():
         if name in BUILTIN_SAMPLERS:

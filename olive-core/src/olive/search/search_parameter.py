@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any
 
-from olive.exceptions import SearchSpaceError
+from olive.exceptions import SearchSpaceError, closest_match_hint
 
 
 class SpecialParamValue(StrEnum):
@@ -301,8 +301,6 @@ def order_by_parents(dependencies: Mapping[str, Sequence[str]], owner: str = "se
     ``dependencies`` maps each name to its parents. A cycle, or a parent that is not a name, is a
     :class:`SearchSpaceError` naming it.
     """
-    from olive.exceptions import closest_match_hint
-
     for name, parents in dependencies.items():
         for parent in parents:
             if parent not in dependencies:

@@ -15,10 +15,21 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from olive.exceptions import PassConfigError, PassParamError
+from olive.hardware.accelerator import DEFAULT_CPU_ACCELERATOR
+from olive.model.handler import OliveModelHandler
+from olive.passes.olive_pass import Pass
+from olive.passes.pass_config import PassConfigParam
+from olive.plugins.discovery import PASSES_GROUP, iter_entry_points
+from olive.plugins.registry import get_registry
+from olive.search.search_parameter import Categorical, Conditional, SpecialParamValue
+from olive.search.search_space import SearchSpace
+from olive.testing.runner import check_model_loads
+from olive.testing.scratch import scratch_dir
+
 if TYPE_CHECKING:
     from olive.hardware.accelerator import AcceleratorSpec
     from olive.model.handler import ONNXModelHandler
-    from olive.passes.olive_pass import Pass
 
 __all__ = ["ContractReport", "assert_pass_contract"]
 
@@ -51,27 +62,17 @@ def assert_pass_contract(
     - the class's registered name matches ``entry_point_name`` when one is given (or when the class came
       through the registry).
     """
-    from olive.exceptions import PassConfigError, PassParamError
-    from olive.hardware.accelerator import DEFAULT_CPU_ACCELERATOR
-    from olive.model.handler import OliveModelHandler
-    from olive.passes.olive_pass import Pass
-    from olive.passes.pass_config import PassConfigParam
-    from olive.search.search_parameter import Categorical, Conditional, SpecialParamValue
-    from olive.search.search_space import SearchSpace
-    from olive.testing.runner import check_model_loads
-    from olive.testing.scratch import scratch_dir
-
     if not (isinstance(pass_class, type) and issubclass(pass_class, Pass)):
         raise AssertionError(f"{pass_class!r} is not a subclass of olive.passes.Pass")
     spec = accelerator_spec or DEFAULT_CPU_ACCELERATOR
     report = ContractReport(points=0, ran=0, rejected=0, outputs=[])
 
     # Identity: the name the engine will know it by.
-    if entry_point_name is not None or pass_class.__dict__.get("_olive_pass_name") is not None:
-        registered = pass_class.__dict__.get("_olive_pass_name")
-        if entry_point_name is not None and registered is not None and registered != entry_point_name:
-            _fail(pass_class, f"registered as '{registered}' but its entry point is named '{entry_point_name}'")
-        if entry_point_name is not None and registered is None:
+    if entry_point_name is not None:
+        registered = [identity.name for identity in get_registry().identities_of(pass_class)]
+        if registered and entry_point_name not in registered:
+            _fail(pass_class, f"registered as '{registered[0]}' but its entry point is named '{entry_point_name}'")
+        if not registered:
             _check_entry_point(pass_class, entry_point_name)
 
     # Declared params.
@@ -95,6 +96,7 @@ def assert_pass_contract(
         _fail(pass_class, f"invalid config declaration: {exc}")
 
     if model is None:
+        # The model factories import onnx and numpy; only a contract check without a model needs them.
         from olive.testing.models import mlp_model, save_model
 
         model = save_model(mlp_model(), scratch_dir("olive-contract-model-"))
@@ -150,9 +152,7 @@ def assert_pass_contract(
 
 
 def _check_entry_point(pass_class: type, entry_point_name: str) -> None:
-    # The class is not loaded through the registry: find the entry point that names it in metadata.
-    from olive.plugins.discovery import PASSES_GROUP, iter_entry_points
-
+    # The registry does not offer the class: find the entry point that names it in installed metadata.
     target = f"{pass_class.__module__}:{pass_class.__qualname__}"
     found = [f for f in iter_entry_points(PASSES_GROUP) if f.value.replace(" ", "") == target]
     if not found:

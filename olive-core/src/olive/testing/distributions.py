@@ -21,6 +21,9 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
+from olive.testing.scratch import scratch_dir
+from olive.testing.venv import build_wheels
+
 __all__ = ["distribution_wheel", "distribution_wheels", "write_distribution"]
 
 
@@ -77,9 +80,6 @@ def _key(name, version, modules, entry_points, dependencies) -> str:
 def distribution_wheels(specs: list[dict], work_dir: str | Path | None = None) -> list[Path]:
     """Wheels of several distributions (each a dict of :func:`write_distribution`'s keyword arguments),
     built with one pip run for those not built yet in this process."""
-    from olive.testing.scratch import scratch_dir
-    from olive.testing.venv import build_wheels
-
     keys = [
         _key(s["name"], s["version"], s["modules"], s["entry_points"], tuple(s.get("dependencies", ()))) for s in specs
     ]

@@ -14,16 +14,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from olive.measure import cosine_similarities
-
-if TYPE_CHECKING:
-    from olive.model.handler import ONNXModelHandler
+from olive.model.handler import ONNXModelHandler
 
 __all__ = [
     "bert_like_model",
@@ -281,8 +279,6 @@ def _ffn_output(g: _GraphBuilder, h: str, p: str, n: str, hidden: int, intermedi
 
 def save_model(proto: onnx.ModelProto, directory: str | Path, file_name: str = "model.onnx") -> ONNXModelHandler:
     """Write ``proto`` to ``directory/file_name`` (creating the folder) and return its handler."""
-    from olive.model.handler import ONNXModelHandler
-
     path = Path(directory)
     path.mkdir(parents=True, exist_ok=True)
     onnx.save(proto, str(path / file_name))

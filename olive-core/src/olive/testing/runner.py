@@ -9,6 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from olive.exceptions import OliveError
+from olive.hardware.accelerator import DEFAULT_CPU_ACCELERATOR
+from olive.model.handler import ONNXModelHandler
+from olive.testing.scratch import scratch_dir
 
 if TYPE_CHECKING:
     from olive.hardware.accelerator import AcceleratorSpec
@@ -20,8 +23,6 @@ __all__ = ["check_model_loads", "run_pass"]
 
 def check_model_loads(model: OliveModelHandler) -> None:
     """Raise :class:`OliveError` unless ``model`` is an ONNX model whose file onnxruntime can load."""
-    from olive.model.handler import ONNXModelHandler
-
     if not isinstance(model, ONNXModelHandler):
         return
     import onnxruntime
@@ -45,9 +46,6 @@ def run_pass(
     interpreter exit), as the engine gives it a fresh cache path; the output is checked to load in
     onnxruntime.
     """
-    from olive.hardware.accelerator import DEFAULT_CPU_ACCELERATOR
-    from olive.testing.scratch import scratch_dir
-
     spec = accelerator_spec or DEFAULT_CPU_ACCELERATOR
     pass_config = pass_class.generate_config(spec, dict(config or {}), disable_search=True)
     instance = pass_class(spec, pass_config)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from olive.testing.distributions import distribution_wheels
+from olive.testing.distributions import distribution_wheels, write_distribution
+from olive.testing.venv import build_wheels
 
 __all__ = [
     "bad_config_wheel",
@@ -310,9 +311,6 @@ def bad_hooks_wheel() -> Path:
 def generated_pass_wheels(count: int, work_dir: str | Path) -> list[Path]:
     """Wheels of ``olive-gen-pass-<i>==1.0`` for i < ``count``, each offering one trivial pass
     ``GenPass<i>`` (for startup benchmarks); built with one pip run."""
-    from olive.testing.distributions import write_distribution
-    from olive.testing.venv import build_wheels
-
     work_dir = Path(work_dir)
     projects = []
     for index in range(count):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 from collections.abc import Mapping
@@ -10,12 +11,29 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from olive.exceptions import OliveError, WorkflowConfigError
+from olive.cache.store import CacheStore
+from olive.engine.engine import Engine
+from olive.engine.evaluation import ModelEvaluator, check_evaluator
+from olive.engine.executors import RAY_MISSING
+from olive.engine.hooks import fire
+from olive.engine.output_writer import check_output_dir, write_outputs
+from olive.engine.plan import resolve_plan
+from olive.exceptions import (
+    ExecutionProviderError,
+    ModelLoadError,
+    OliveError,
+    WorkflowConfigError,
+    closest_match_hint,
+)
+from olive.hardware.accelerator import AcceleratorSpec, filter_execution_providers
+from olive.logs import OnceFilter, once_per_message
+from olive.paths import system_folder_reason
+from olive.search.samplers import BUILTIN_SAMPLERS, available_samplers
+from olive.workflows.config import load_workflow_config
 
 if TYPE_CHECKING:
     from olive.engine.output import WorkflowOutput
     from olive.engine.plan import PassPlan
-    from olive.hardware.accelerator import AcceleratorSpec
     from olive.workflows.config import WorkflowConfig
 
 logger = logging.getLogger(__name__)
@@ -48,8 +66,6 @@ class PreparedWorkflow:
 
 
 def _accelerator(workflow: WorkflowConfig) -> tuple[AcceleratorSpec, list[str]]:
-    from olive.hardware.accelerator import AcceleratorSpec, filter_execution_providers
-
     if workflow.target is None:
         return AcceleratorSpec("cpu", "CPUExecutionProvider"), ["CPUExecutionProvider"]
     accelerator = workflow.target.accelerators[0]
@@ -60,8 +76,6 @@ def _accelerator(workflow: WorkflowConfig) -> tuple[AcceleratorSpec, list[str]]:
             len(workflow.target.accelerators),
             accelerator.device,
         )
-    from olive.exceptions import ExecutionProviderError
-
     try:
         providers = filter_execution_providers(accelerator.execution_providers)
     except ExecutionProviderError as exc:
@@ -87,8 +101,6 @@ def _check_folder(path: Path, key: str) -> None:
 
 def _check_input_model(workflow: WorkflowConfig) -> None:
     """A model file that is not ONNX is a config problem, found before the cache or any output is made."""
-    from olive.exceptions import ModelLoadError
-
     try:
         model = workflow.input_model.create_handler()
         model.validate()
@@ -109,13 +121,6 @@ def strategy_executor(workflow: WorkflowConfig) -> str:
 
 def prepare(config_or_path: Any, **overrides: Any) -> PreparedWorkflow:
     """Validate the workflow and resolve every pass config; raises before anything runs."""
-    from olive.cache.store import CacheStore
-    from olive.engine.outputs import check_output_dir
-    from olive.engine.plan import resolve_plan
-    from olive.paths import system_folder_reason
-    from olive.search.samplers import BUILTIN_SAMPLERS, available_samplers
-    from olive.workflows.config import load_workflow_config
-
     workflow = load_workflow_config(config_or_path, **overrides)
     reason = system_folder_reason(workflow.cache_dir)
     if reason is not None:
@@ -131,14 +136,8 @@ def prepare(config_or_path: Any, **overrides: Any) -> PreparedWorkflow:
     check_output_dir(workflow.output_dir)
     accelerator, providers = _accelerator(workflow)
     plans = resolve_plan(workflow, accelerator)
-    from olive.engine.evaluation import check_evaluator
-
     check_evaluator(workflow)
     if strategy_executor(workflow) == "ray":
-        import importlib.util
-
-        from olive.engine.executors import RAY_MISSING
-
         try:
             found = importlib.util.find_spec("ray") is not None
         except ValueError:  # a module set to None in sys.modules: imports of it fail
@@ -147,8 +146,6 @@ def prepare(config_or_path: Any, **overrides: Any) -> PreparedWorkflow:
             raise WorkflowConfigError(RAY_MISSING)
     strategy = workflow.search_strategy
     if strategy is not None and strategy.sampler not in BUILTIN_SAMPLERS:
-        from olive.exceptions import closest_match_hint
-
         samplers = available_samplers()
         if strategy.sampler not in samplers:
             raise WorkflowConfigError(
@@ -173,11 +170,7 @@ def run(
 
 
 def execute(prepared: PreparedWorkflow, show_progress: bool = False) -> WorkflowOutput:
-    from olive.cache.store import CacheStore
-    from olive.engine.engine import Engine
-    from olive.engine.hooks import fire
-    from olive.engine.outputs import write_outputs
-
+    """Run a prepared workflow and write its outputs (``olive run`` prepares first, to report config errors)."""
     workflow = prepared.workflow
     olive_logger = logging.getLogger("olive")
     saved_level = olive_logger.level
@@ -202,50 +195,36 @@ def execute(prepared: PreparedWorkflow, show_progress: bool = False) -> Workflow
             )
     cache.ensure()
     cache.clean_stale_tmp()
-    evaluator = None
-    if workflow.evaluator is not None:
-        from olive.engine.evaluation import ModelEvaluator
-
-        evaluator = ModelEvaluator(
-            workflow.evaluator,
-            workflow.data_configs,
-            workflow.base_dir,
-            prepared.execution_providers,
-            None if workflow.clean_evaluation_cache else cache,
-            workflow.user_script,
-            lock_cache=cache,
-        )
+    evaluator = ModelEvaluator.for_workflow(
+        workflow, prepared.execution_providers, cache, keep_results=not workflow.clean_evaluation_cache
+    )
     fire("olive_workflow_start", workflow=workflow)
     output = None
-    from olive.engine.hooks import OnceFilter
-
     # Warnings logged straight on the root logger (onnxruntime's tools do this) show once per run.
-    once = OnceFilter()
-    root = logging.getLogger()
-    root.addFilter(once)
+    once = OnceFilter(min_level=logging.WARNING, max_level=logging.ERROR)
     try:
-        engine = Engine(
-            workflow,
-            prepared.plans,
-            prepared.accelerator,
-            prepared.execution_providers,
-            cache,
-            evaluator,
-            show_progress,
-        )
-        output = engine.run()
-        try:
-            write_outputs(output, workflow)
-        except OSError as exc:
-            raise OliveError(
-                f"output_dir: writing the results into '{workflow.output_dir}' failed "
-                f"({type(exc).__name__}: {exc}); the runs are cached, so rerunning after fixing it is quick"
-            ) from exc
+        with once_per_message(once=once):
+            engine = Engine(
+                workflow,
+                prepared.plans,
+                prepared.accelerator,
+                prepared.execution_providers,
+                cache,
+                evaluator,
+                show_progress,
+            )
+            output = engine.run()
+            try:
+                write_outputs(output, workflow)
+            except OSError as exc:
+                raise OliveError(
+                    f"output_dir: writing the results into '{workflow.output_dir}' failed "
+                    f"({type(exc).__name__}: {exc}); the runs are cached, so rerunning after fixing it is quick"
+                ) from exc
     except BaseException as exc:
         fire("olive_workflow_end", workflow=workflow, output=output, error=exc)
         raise
     finally:
-        root.removeFilter(once)
         olive_logger.setLevel(saved_level)
     fire("olive_workflow_end", workflow=workflow, output=output, error=None)
     return output

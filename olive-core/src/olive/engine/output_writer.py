@@ -21,8 +21,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import olive
+from olive.exceptions import OliveError, WorkflowConfigError
+from olive.model.handler import ONNXModelHandler
+from olive.paths import UnsafeName, inside, system_folder_reason
+from olive.report import write_report
+
 if TYPE_CHECKING:
-    from olive.engine.output import FootprintNode, WorkflowOutput
+    from olive.engine.footprint import FootprintNode
+    from olive.engine.output import WorkflowOutput
     from olive.workflows.config import WorkflowConfig
 
 OutputWriter = Callable[["WorkflowOutput", "WorkflowConfig", Path], None]
@@ -37,8 +44,6 @@ STANDARD_FILES = (MODEL_FILE, "model_config.json", "metrics.json", "footprint.js
 def claimed_files(output_dir: Path) -> set[str]:
     """The files an earlier run recorded writing in ``output_dir`` (read from disk: anything that is not a
     plain relative path inside the folder is ignored)."""
-    from olive.paths import UnsafeName, inside
-
     try:
         data = json.loads((output_dir / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -65,9 +70,6 @@ def foreign_files(output_dir: Path, names: list[str] | tuple[str, ...]) -> list[
 def check_output_dir(output_dir: Path) -> None:
     """Raise :class:`~olive.exceptions.WorkflowConfigError` when a run must not write into ``output_dir``:
     a system or home folder, or one holding files of the standard names that the tool did not write."""
-    from olive.exceptions import WorkflowConfigError
-    from olive.paths import system_folder_reason
-
     reason = system_folder_reason(output_dir)
     if reason is not None:
         raise WorkflowConfigError(
@@ -115,7 +117,7 @@ def _model_files(node: FootprintNode) -> tuple[Path, list[tuple[Path, str]]]:
     model = node.create_model()
     source = Path(model.model_path)
     files = [(source, MODEL_FILE)]
-    for extra in model.external_data_files() if hasattr(model, "external_data_files") else []:
+    for extra in model.external_data_files() if isinstance(model, ONNXModelHandler) else []:
         files.append((Path(extra), os.path.relpath(extra, source.parent)))
     return source, files
 
@@ -140,22 +142,8 @@ def _copy_model(files: list[tuple[Path, str]], output_dir: Path) -> list[str]:
     return names
 
 
-def lineage(output: WorkflowOutput, node: FootprintNode) -> list[FootprintNode]:
-    """The pass runs that produced ``node``, first pass first."""
-    chain = []
-    current: FootprintNode | None = node
-    while current is not None and current.parent_model_id is not None:
-        chain.append(current)
-        current = output.get_node(current.parent_model_id)
-    return list(reversed(chain))
-
-
 def write_outputs(output: WorkflowOutput, workflow: WorkflowConfig) -> Path:
     """Write the run's files into ``workflow.output_dir``; returns that folder."""
-    import olive
-    from olive.exceptions import OliveError
-    from olive.paths import UnsafeName, inside
-
     output_dir = Path(workflow.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     output.output_dir = output_dir
@@ -189,7 +177,7 @@ def write_outputs(output: WorkflowOutput, workflow: WorkflowConfig) -> Path:
                 "version": n.pass_version,
                 "config": n.config,
             }
-            for n in lineage(output, best)
+            for n in output.lineage(best)
         ]
         model_json = dict(best.model_json or {})
         config = dict(model_json.get("config") or {})
@@ -227,8 +215,6 @@ def write_outputs(output: WorkflowOutput, workflow: WorkflowConfig) -> Path:
             },
         )
         _write_text(output_dir / "run_history.txt", run_history(output))
-        from olive.report import write_report
-
         write_report(output_dir, workflow=workflow)
         for writer in list(_WRITERS):
             writer(output, workflow, output_dir)

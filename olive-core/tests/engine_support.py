@@ -1,28 +1,32 @@
-"""Passes and helpers the engine, cache, workflow and CLI tests share (no tests here).
+"""Passes and helpers the engine, cache, workflow and CLI tests share (no tests here; fixtures are in conftest.py).
 
-The passes are real: they rewrite an ONNX graph with onnx.helper and the result runs in onnxruntime.
+The passes are real: they rewrite an ONNX graph with onnx.helper and the result runs in onnxruntime. Worker
+processes (spawned, or Ray's) import them from this module by name, as they would an installed plugin.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
 from olive.hardware.accelerator import AcceleratorSpec
-from olive.passes import Pass, PassConfigParam
+from olive.passes import ParamCategory, Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
 from olive.plugins.registry import PassRegistry
 from olive.search.search_parameter import Categorical, Conditional
+from olive.testing.models import mlp_model, save_model
 
 
 def _append_matmuls(proto: Any, count: int, name: str = "extra") -> None:
-    import numpy as np
-    import onnx
-    from onnx import helper, numpy_helper
-
     graph = proto.graph
     output = graph.output[0]
     width = output.type.tensor_type.shape.dim[-1].dim_value
@@ -70,6 +74,7 @@ class AddMatMuls(Pass):
 
     def _run_for_config(self, model: Any, config: Any, output_model_path: str) -> Any:
         if config.fail:
+            _log_run(self, config)  # an attempt, logged so tests can count them
             raise RuntimeError("AddMatMuls was told to fail")
         proto = model.load_model()
         # Unique names, so the pass can run twice in one chain.
@@ -97,9 +102,6 @@ class ScaleOutput(Pass):
         }
 
     def _run_for_config(self, model: Any, config: Any, output_model_path: str) -> Any:
-        import numpy as np
-        from onnx import helper, numpy_helper
-
         proto = model.load_model()
         graph = proto.graph
         out_name = graph.output[0].name
@@ -152,25 +154,66 @@ def _log_run(instance: Pass, config: Any) -> None:
             handle.write(json.dumps(record) + "\n")
 
 
+class CrashOnce(AddMatMuls):
+    """AddMatMuls whose worker process is killed (SIGKILL) the first time it runs a given ``marker``;
+    ``marker="always"`` is killed every time."""
+
+    @classmethod
+    def _default_config(cls, accelerator_spec: Any) -> dict[str, PassConfigParam]:
+        return {**super()._default_config(accelerator_spec), "flag_dir": PassConfigParam(type_=str, required=True)}
+
+    def _run_for_config(self, model: Any, config: Any, output_model_path: str) -> Any:
+        if config.marker:
+            flag = Path(config.flag_dir) / f"{config.marker}.killed"
+            if config.marker == "always" or not flag.exists():
+                flag.touch()
+                os.kill(os.getpid(), signal.SIGKILL)
+        return super()._run_for_config(model, config, output_model_path)
+
+
+class NamesItself(AddMatMuls):
+    """AddMatMuls that records, in its output model's attributes, the identity it answers with while it runs."""
+
+    def _run_for_config(self, model: Any, config: Any, output_model_path: str) -> Any:
+        result = super()._run_for_config(model, config, output_model_path)
+        result.model_attributes["identity"] = [self.pass_name(), self.distribution(), self.distribution_version()]
+        return result
+
+
 def make_registry() -> PassRegistry:
+    """A registry offering every pass of this module under its class name."""
     registry = PassRegistry(entry_points=False)
-    registry.register(AddMatMuls, name="AddMatMuls")
-    registry.register(ScaleOutput, name="ScaleOutput")
-    registry.register(NoOp, name="NoOp")
-    registry.register(Inspect, name="Inspect")
-    registry.register(PerDevice, name="PerDevice")
+    for pass_class in (AddMatMuls, ScaleOutput, NoOp, Inspect, PerDevice, CrashOnce):
+        registry.register(pass_class, name=pass_class.__name__)
     return registry
 
 
-def write_mlp(directory: Path) -> Path:
-    from olive.testing.models import mlp_model, save_model
+def ran_passes(log: Path) -> list[tuple[str, dict]]:
+    """``(pass name, config)`` of every real pass run logged to ``log`` (see the ``run_log`` fixture)."""
+    if not log.exists():
+        return []
+    return [(e["pass"], e["config"]) for e in map(json.loads, log.read_text().splitlines())]
 
+
+def wait_for_runs(proc: subprocess.Popen, log: Path, count: int, what: str, marker: Any = "any") -> None:
+    """Wait until ``log`` holds ``count`` real runs (of config ``marker``, when given) while ``proc`` still runs."""
+    deadline = time.monotonic() + 60
+    while sum(marker == "any" or config["marker"] == marker for _, config in ran_passes(log)) < count:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def searched(*values: Any) -> dict:
+    """A workflow's JSON for a param searched over ``values``."""
+    return {"olive_parameter_type": "SearchParameter", "type": "Categorical", "support": list(values)}
+
+
+def write_mlp(directory: Path) -> Path:
     return Path(save_model(mlp_model(seed=0), directory).model_path)
 
 
 def count_matmuls(path: str | Path) -> int:
-    import onnx
-
     return sum(1 for n in onnx.load(str(path)).graph.node if n.op_type == "MatMul")
 
 
@@ -191,8 +234,6 @@ class Inspect(Pass):
 
     @classmethod
     def _default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
-        from olive.passes import ParamCategory
-
         return {
             "data_config": PassConfigParam(type_=Any, required=True),
             "table": PassConfigParam(type_=str, required=True, category=ParamCategory.PATH),
@@ -210,3 +251,73 @@ class Inspect(Pass):
         (Path(result.model_path).parent / "received.json").write_text(json.dumps(received))
         _log_run(self, config)
         return result
+
+
+def size_metric() -> dict:
+    """The file size, objective 1 (smaller is better)."""
+    return {"name": "size", "type": "size_on_disk", "sub_types": [{"name": "bytes", "priority": 1}]}
+
+
+def agreement_metric(goal: float | None = None, priority: int | None = 2) -> dict:
+    """Cosine agreement with the input model on the ``calib`` data; a threshold ``goal`` when given."""
+    sub: dict[str, Any] = {"name": "cosine_mean"}
+    if priority is not None:
+        sub["priority"] = priority
+    if goal is not None:
+        sub["goal"] = {"type": "threshold", "value": goal}
+    return {"name": "agree", "type": "agreement", "data_config": "calib", "sub_types": [sub]}
+
+
+def write_calibration(path: Path, rows: int = 8) -> Path:
+    """Seeded inputs for the MLP of :func:`write_mlp`, as an ``.npz``."""
+    np.savez(path, input=np.random.default_rng(0).standard_normal((rows, 16)).astype(np.float32))
+    return path
+
+
+def with_evaluator(workflow: dict, *metrics: dict, data: str | Path | None = None, **data_options: Any) -> dict:
+    """``workflow`` measuring ``metrics``; ``data`` is the ``calib`` npz (``data_options`` go into its config)."""
+    if data is not None:
+        calib = {"name": "calib", "type": "NpzDataContainer", "load_dataset_config": {"data_path": str(data)}}
+        workflow["data_configs"] = [{**calib, **data_options}]
+    workflow["evaluators"] = {"common": {"metrics": list(metrics)}}
+    workflow["evaluator"] = "common"
+    return workflow
+
+
+def search_workflow(tmp_path: Path, name: str, executor: dict | None, **strategy: Any) -> dict:
+    """A 2-pass joint search (dozens of points, a third of them pruned) with size and agreement metrics; ``name``
+    keeps its cache and outputs apart from other runs of the test."""
+    data = tmp_path / "calib.npz"
+    if not data.exists():
+        write_calibration(data)
+    search: dict[str, Any] = {"execution_order": "joint", "sampler": "sequential", **strategy}
+    if executor is not None:
+        search["executor"] = executor
+    workflow = base_workflow(
+        tmp_path,
+        passes={
+            "add": {"type": "AddMatMuls", "marker": searched(None, "prune-me", "b")},
+            "scale": {"type": "ScaleOutput"},
+        },
+        search_strategy=search,
+        cache_dir=str(tmp_path / f"cache-{name}"),
+        output_dir=str(tmp_path / f"out-{name}"),
+    )
+    return with_evaluator(workflow, size_metric(), agreement_metric(), data=data)
+
+
+def footprint_content(output: Any) -> dict[str, tuple]:
+    """What a footprint says, without timings or where it ran."""
+    return {
+        n.model_id: (
+            n.parent_model_id,
+            n.pass_key,
+            json.dumps(n.config, sort_keys=True),
+            n.status,
+            n.is_candidate,
+            json.dumps(n.metrics, sort_keys=True),
+            n.is_pareto,
+            n.meets_goals,
+        )
+        for n in output.footprint
+    }
