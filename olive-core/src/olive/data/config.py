@@ -23,7 +23,8 @@ from typing import Any
 
 import attrs
 
-from olive.exceptions import OliveError, WorkflowConfigError, closest_match_hint
+from olive.data.containers import container_registry, find_container, unknown_container_reason
+from olive.exceptions import OliveError, PluginLoadError, WorkflowConfigError, closest_match_hint
 
 COMPONENT_FIELDS = {
     "load_dataset_config": "load_dataset",
@@ -146,15 +147,25 @@ class DataConfig:
         if not isinstance(name, str) or not name:
             raise WorkflowConfigError(f"{json_path}.name: every data config needs a name (a non-empty string)")
         kind = data.get("type", "DataContainer")
+        container = None
         if kind not in CONTAINER_DEFAULTS:
+            try:
+                container = find_container(str(kind))
+            except PluginLoadError as exc:
+                raise WorkflowConfigError(exc.reason, owner=f"{json_path}.type") from exc
+            reason = unknown_container_reason(str(kind)) if container is None else None
+            if reason is not None:
+                raise WorkflowConfigError(reason, owner=f"{json_path}.type")
+        if kind not in CONTAINER_DEFAULTS and container is None:
             if kind in _UNSUPPORTED_CONTAINERS:
                 raise WorkflowConfigError(
                     f"{json_path}.type: '{kind}' is not available in this version of Olive; save the data as an "
                     "NpzDataContainer (.npz keyed by input name) or load it with a DataContainer and a user_script"
                 )
+            known = [*CONTAINER_DEFAULTS, *container_registry().names()]
             raise WorkflowConfigError(
-                f"{json_path}.type: unknown data container '{kind}'{closest_match_hint(str(kind), CONTAINER_DEFAULTS)}"
-                f"; use one of {', '.join(CONTAINER_DEFAULTS)}"
+                f"{json_path}.type: unknown data container '{kind}'{closest_match_hint(str(kind), known)}"
+                f"; use one of {', '.join(known)}"
             )
         script_dir = data.get("script_dir")
         if script_dir is not None:
@@ -181,6 +192,8 @@ class DataConfig:
             name=name, type=kind, user_script=user_script, script_dir=script_dir, **components, json_path=json_path
         )
         config._check_static(json_path)
+        if container is not None:
+            config = container.check(config, json_path, base)
         return config
 
     def _check_static(self, json_path: str) -> None:
@@ -253,6 +266,9 @@ class DataConfig:
         for field in COMPONENT_FIELDS:
             params = getattr(self, field).params
             files.extend(str(params[key]) for key in _PATH_PARAMS if isinstance(params.get(key), str))
+        container = find_container(self.type) if self.type not in CONTAINER_DEFAULTS else None
+        if container is not None:
+            files.extend(container.files(self))
         for name in files:
             path = Path(name)
             targets = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
@@ -278,7 +294,11 @@ class DataConfig:
 
         field = next(f for f, k in COMPONENT_FIELDS.items() if k == kind)
         comp: DataComponentConfig = getattr(self, field)
-        name = comp.type or CONTAINER_DEFAULTS[self.type].get(kind, COMMON_DEFAULTS.get(kind))
+        if not comp.type and self.type not in CONTAINER_DEFAULTS:
+            container = find_container(self.type)
+            if container is not None and kind in container.components:
+                return container.components[kind], dict(comp.params)
+        name = comp.type or CONTAINER_DEFAULTS.get(self.type, {}).get(kind, COMMON_DEFAULTS.get(kind))
         if name is None:
             raise WorkflowConfigError(f"{self.where}: {field}.type is missing; name a function in user_script")
         func = None

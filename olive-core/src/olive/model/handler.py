@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from olive.exceptions import ModelLoadError
+from olive.model.types import get_model_type, signature_fields
 
 if TYPE_CHECKING:
     import onnx
@@ -35,12 +36,25 @@ class OliveModelHandler:
 
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> OliveModelHandler:
-        """Build a handler from ``{"type": "ONNXModel", "config": {...}}`` (fields may also be flat)."""
+        """Build a handler from ``{"type": "ONNXModel", "config": {...}}`` (fields may also be flat).
+
+        The type is looked up in the ``olive.models`` entry-point group (:mod:`olive.model.types`).
+        """
         kind = data.get("type")
         fields = dict(data.get("config") or {k: v for k, v in data.items() if k != "type"})
-        if str(kind).lower() in ("onnxmodel", "onnx"):
-            return ONNXModelHandler(**fields)
-        raise ModelLoadError(f"unknown model type {kind!r}; this version of Olive handles 'ONNXModel'")
+        return get_model_type(str(kind))(**fields)
+
+    @classmethod
+    def from_config(cls, fields: Mapping[str, Any], json_path: str, base_dir: Path) -> OliveModelHandler:
+        """Build the handler from a workflow's ``input_model`` fields (see :mod:`olive.model.types`)."""
+        return cls(**signature_fields(cls, fields, json_path, base_dir))
+
+    def validate(self) -> None:
+        """A cheap check before any work; raises :class:`ModelLoadError` when the model cannot be used."""
+
+    def content_hash(self) -> str | None:
+        """The sha256 of what the model computes, or None to hash the file at ``model_path``."""
+        return None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._model_path!r})"
