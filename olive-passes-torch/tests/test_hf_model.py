@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from olive.cache.store import hash_model
-from olive.exceptions import PassConfigError, WorkflowConfigError
+from olive.exceptions import ModelLoadError, PassConfigError, WorkflowConfigError
 from olive.model.handler import OliveModelHandler
 from olive.model.types import get_model_type, handler_from_config
 from olive_passes_torch.hf_model import HfModelHandler
@@ -193,3 +193,10 @@ def test_loading_the_handler_and_checking_fields_import_no_torch(bert_dir):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_what_onnxruntime_would_be_asked_for_is_a_clear_error(bert_dir):
+    model = HfModelHandler(str(bert_dir))
+    for call in (model.get_io_config, model.prepare_session):
+        with pytest.raises(ModelLoadError, match=r"runs in PyTorch, not onnxruntime.*OnnxConversion"):
+            call()

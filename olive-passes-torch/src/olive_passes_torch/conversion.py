@@ -146,7 +146,10 @@ class OnnxConversion(Pass):
         except BaseException:
             # Nothing half-written stays: remove what this run added to its output folder.
             for path in set(out_dir.iterdir()) - before:
-                shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+                if path.is_dir():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    path.unlink(missing_ok=True)
             raise
 
     def _convert(

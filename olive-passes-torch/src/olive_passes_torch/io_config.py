@@ -163,10 +163,12 @@ def _dynamic_axes(value: Any, owner: str, io: Mapping[str, Any]) -> dict[str, di
         raise WorkflowConfigError(
             'expected an object like {"input_ids": {"0": "batch_size", "1": "sequence_length"}}', owner=owner
         )
+    # Names can be checked only when both lists are known (a partial io_config may name axes of inferred ones).
+    complete = io.get("input_names") is not None and io.get("output_names") is not None
     known = [*(io.get("input_names") or []), *(io.get("output_names") or [])]
     result: dict[str, dict[int, str]] = {}
     for name, axes in value.items():
-        if known and (io.get("input_names") is not None and io.get("output_names") is not None) and name not in known:
+        if complete and name not in known:
             raise WorkflowConfigError(
                 f"'{name}' is neither an input nor an output{closest_match_hint(str(name), known)}; names: "
                 f"{', '.join(known)}",

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from olive.cache.store import hash_file
-from olive.exceptions import PassConfigError, WorkflowConfigError
+from olive.exceptions import ModelLoadError, PassConfigError, WorkflowConfigError
 from olive.model.handler import OliveModelHandler
 from olive_passes_torch.io_config import IoConfig
 
@@ -85,6 +85,20 @@ class TorchModelHandler(OliveModelHandler):
     def load_model(self, torch_dtype: str | None = None) -> torch.nn.Module:
         """The model as a ``torch.nn.Module`` in eval mode, cast to ``torch_dtype`` when given."""
         raise NotImplementedError
+
+    def get_io_config(self) -> dict[str, Any]:
+        raise self._not_onnx()
+
+    def prepare_session(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._not_onnx()
+
+    def _not_onnx(self) -> ModelLoadError:
+        # What metrics and ONNX passes call on a model; a clear error instead of an AttributeError.
+        return ModelLoadError(
+            f"{self.model_type} '{self.model_path}' runs in PyTorch, not onnxruntime; metrics and ONNX passes run "
+            "on ONNX models, such as the output of OnnxConversion",
+            owner=self.json_path,
+        )
 
     def io_config_for(
         self, module: torch.nn.Module | None = None, overrides: Mapping[str, Any] | None = None
