@@ -223,3 +223,73 @@ def test_olive_containers_name_the_distribution_that_provides_them(containers):
     containers.register("LinesContainer", LinesContainer, distribution="olive-test-lines")
     with pytest.raises(WorkflowConfigError, match=r"did you mean 'LinesContainer'.*NpzDataContainer, .*LinesContainer"):
         DataConfig.from_json({"name": "x", "type": "LineContainer"})
+
+
+# ------------------------------------------------------------------------------------- through a real install
+
+TYPES_MODULE = """
+from olive.data.containers import DataContainerType
+from olive.model.handler import OliveModelHandler
+
+
+class GoodModel(OliveModelHandler):
+    model_type = "GoodModel"
+
+
+class GoodContainer(DataContainerType):
+    pass
+"""
+
+INSTALLED = """
+import json, sys
+from olive.data.config import DataConfig
+from olive.exceptions import OliveError
+from olive.model.types import get_model_type, model_type_registry
+listed = [e.name for e in model_type_registry().entries()]
+imported_by_listing = sorted(m for m in sys.modules if m.startswith("olive_test_types"))
+result = {"listed": listed, "imported_by_listing": imported_by_listing}
+for name in ["GoodModel", "BrokenModel", "ONNXModel"]:
+    try:
+        cls = get_model_type(name)
+        result[name] = f"{cls.__module__}:{cls.__qualname__}"
+    except OliveError as exc:
+        result[name] = {"error": type(exc).__name__, "message": str(exc), "cause": type(exc.__cause__).__name__}
+try:
+    DataConfig.from_json({"name": "d", "type": "BrokenContainer"})
+except OliveError as exc:
+    result["BrokenContainer"] = {"error": type(exc).__name__, "owner": exc.owner, "message": exc.reason}
+print("@@" + json.dumps(result))
+"""
+
+
+def test_installed_model_types_load_lazily_and_a_broken_one_is_isolated(fresh_venv):
+    import json
+
+    from olive.testing.distributions import distribution_wheel
+
+    wheel = distribution_wheel(
+        "olive-test-types",
+        "1.2",
+        modules={"olive_test_types.py": TYPES_MODULE, "olive_test_types_broken.py": "import not_installed_at_all\n"},
+        entry_points={
+            "olive.models": {
+                "GoodModel": "olive_test_types:GoodModel",
+                "BrokenModel": "olive_test_types_broken:BrokenModel",
+            },
+            "olive.data_containers": {"BrokenContainer": "olive_test_types_broken:Container"},
+        },
+    )
+    fresh_venv.pip_install("--no-deps", "--no-index", wheel)
+    env = {"OLIVE_LOAD_PLUGINS": None, "OLIVE_DISABLE_PLUGINS": None, "OLIVE_STRICT_PLUGINS": None}
+    out = fresh_venv.python_run(INSTALLED, env=env).stdout
+    result = json.loads(out.rsplit("@@", 1)[1])
+    assert {"GoodModel", "BrokenModel", "ONNXModel"} <= set(result["listed"])
+    assert result["imported_by_listing"] == []
+    assert result["GoodModel"] == "olive_test_types:GoodModel"
+    assert result["ONNXModel"] == "olive.model.handler:ONNXModelHandler"
+    broken = result["BrokenModel"]
+    assert broken["error"] == "PluginLoadError" and broken["cause"] == "ModuleNotFoundError"
+    assert "olive-test-types==1.2" in broken["message"] and "olive_test_types_broken:BrokenModel" in broken["message"]
+    container = result["BrokenContainer"]
+    assert container["error"] == "WorkflowConfigError" and container["owner"] == "data_configs[0].type"
+    assert "olive-test-types==1.2" in container["message"] and "not_installed_at_all" in container["message"]
