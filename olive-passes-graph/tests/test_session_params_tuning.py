@@ -9,6 +9,7 @@ from conftest import files_under
 
 from olive.exceptions import PassConfigError
 from olive.hardware import DEFAULT_CPU_ACCELERATOR
+from olive.model.types import model_from_json
 from olive.testing import write_npz_dataset
 from olive_passes_graph.session_params_tuning import OrtSessionParamsTuning
 
@@ -55,9 +56,8 @@ def test_picks_fastest_settings_and_attaches_them(tiny_bert, run_pass, tmp_path)
     assert options.intra_op_num_threads == best["intra_op_num_threads"]
     assert options.graph_optimization_level.name == best["graph_optimization_level"]
     # The settings survive the model's JSON round trip (how the engine hands models to the evaluator).
-    from olive.model import OliveModelHandler
 
-    assert OliveModelHandler.from_json(result.to_json()).inference_settings == result.inference_settings
+    assert model_from_json(result.to_json()).inference_settings == result.inference_settings
 
 
 def test_npz_path_and_generated_inputs(tiny_mlp, run_pass, tmp_path):

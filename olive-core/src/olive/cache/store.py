@@ -74,7 +74,13 @@ def hash_file(path: str | Path) -> str:
 
 
 def hash_model(model: Any) -> str:
-    """The sha256 of a model's content: its file plus every external data file, in a fixed order."""
+    """The sha256 of a model's content: the handler's own ``content_hash()`` when it gives one (PyTorch and
+    Hugging Face models: weights, loading config, library versions), else its file plus every external
+    data file, in a fixed order."""
+    own = getattr(model, "content_hash", None)
+    digest = own() if callable(own) else None
+    if digest is not None:
+        return digest
     path = Path(model.model_path)
     sha = hashlib.sha256()
     sha.update(b"model\0" + hash_file(path).encode())

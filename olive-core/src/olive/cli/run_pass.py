@@ -20,6 +20,7 @@ from olive.exceptions import (
     UnknownPassError,
     WorkflowConfigError,
 )
+from olive.model.types import model_from_json
 
 if TYPE_CHECKING:
     from olive.model.handler import OliveModelHandler
@@ -162,10 +163,9 @@ def _run(pass_name: str, pass_config: str | None, model_path: Path, output_dir: 
 def _moved(model: OliveModelHandler, staging: Path, output_dir: Path) -> OliveModelHandler:
     """The handler of ``model`` once its files moved from ``staging`` into ``output_dir``."""
     from olive.engine.trial import model_path_under
-    from olive.model.handler import OliveModelHandler
 
     data = model.to_json()
     rel = model_path_under(data, staging)
     if rel is not None:
         data["config"]["model_path"] = str(output_dir / rel)
-    return OliveModelHandler.from_json(data)
+    return model_from_json(data)

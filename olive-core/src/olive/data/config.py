@@ -27,10 +27,11 @@ import attrs
 
 from olive.config_errors import check_keys, choice, config_error, expect, user_path, whole_number
 from olive.data.components import BUILTINS, normalize_batch
+from olive.data.containers import container_registry, find_container, unknown_container_reason
 from olive.data.feeds import FeedReader
 from olive.data.registry import Registry
 from olive.data.user_script import get_user_function, load_user_script
-from olive.exceptions import OliveError, PassConfigError, WorkflowConfigError, closest_match_hint
+from olive.exceptions import OliveError, PassConfigError, PluginLoadError, WorkflowConfigError, closest_match_hint
 from olive.paths import resolve_user_path
 
 COMPONENT_FIELDS = {
@@ -145,13 +146,23 @@ class DataConfig:
         if not isinstance(name, str) or not name:
             raise config_error(f"{json_path}.name", "every data config needs a name (a non-empty string)")
         kind = data.get("type", "DataContainer")
-        if kind in _UNSUPPORTED_CONTAINERS:
-            raise config_error(
-                f"{json_path}.type",
-                f"'{kind}' is not available in this version of Olive; save the data as an NpzDataContainer (.npz "
-                "keyed by input name) or load it with a DataContainer and a user_script",
-            )
-        choice(kind, CONTAINER_DEFAULTS, f"{json_path}.type", "data container")
+        container = None
+        if kind not in CONTAINER_DEFAULTS:
+            try:
+                container = find_container(str(kind))
+            except PluginLoadError as exc:
+                raise WorkflowConfigError(exc.reason, owner=f"{json_path}.type") from exc
+            reason = unknown_container_reason(str(kind)) if container is None else None
+            if reason is not None:
+                raise WorkflowConfigError(reason, owner=f"{json_path}.type")
+        if container is None:
+            if kind in _UNSUPPORTED_CONTAINERS:
+                raise config_error(
+                    f"{json_path}.type",
+                    f"'{kind}' is not available in this version of Olive; save the data as an NpzDataContainer (.npz "
+                    "keyed by input name) or load it with a DataContainer and a user_script",
+                )
+            choice(kind, [*CONTAINER_DEFAULTS, *container_registry().names()], f"{json_path}.type", "data container")
         script_dir = data.get("script_dir")
         if script_dir is not None:
             script_dir = str(user_path(script_dir, f"{json_path}.script_dir", base_dir, must_exist=True, kind="folder"))
@@ -179,6 +190,8 @@ class DataConfig:
             name=name, type=kind, user_script=user_script, script_dir=script_dir, **components, json_path=json_path
         )
         config._check_static(json_path)
+        if container is not None:
+            config = container.check(config, json_path, base_dir)
         return config
 
     def _check_static(self, json_path: str) -> None:
@@ -228,6 +241,9 @@ class DataConfig:
         for field in COMPONENT_FIELDS:
             params = getattr(self, field).params
             files.extend(str(params[key]) for key in _PATH_PARAMS if isinstance(params.get(key), str))
+        container = find_container(self.type) if self.type not in CONTAINER_DEFAULTS else None
+        if container is not None:
+            files.extend(container.files(self))
         for name in files:
             path = Path(name)
             targets = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
@@ -250,7 +266,11 @@ class DataConfig:
         """The function and params of component ``kind`` (``load_dataset``, ``pre_process_data``, ...)."""
         field = next(f for f, k in COMPONENT_FIELDS.items() if k == kind)
         comp: DataComponentConfig = getattr(self, field)
-        name = comp.type or CONTAINER_DEFAULTS[self.type].get(kind, COMMON_DEFAULTS.get(kind))
+        if not comp.type and self.type not in CONTAINER_DEFAULTS:
+            container = find_container(self.type)
+            if container is not None and kind in container.components:
+                return container.components[kind], dict(comp.params)
+        name = comp.type or CONTAINER_DEFAULTS.get(self.type, {}).get(kind, COMMON_DEFAULTS.get(kind))
         if name is None:
             raise WorkflowConfigError(f"{field}.type is missing; name a function in user_script", owner=self.where)
         func = None

@@ -9,6 +9,7 @@ import attrs
 from olive.engine.keys import digest
 from olive.engine.results import Status
 from olive.model.handler import OliveModelHandler
+from olive.model.types import model_from_json
 
 if TYPE_CHECKING:
     from olive.plugins.identity import PassIdentity
@@ -62,7 +63,7 @@ class FootprintNode:
         """A model handler for this node's model (in the cache)."""
         if self.model_json is None:
             raise ValueError(f"footprint node {self.model_id} has no model ({self.status})")
-        return OliveModelHandler.from_json(self.model_json)
+        return model_from_json(self.model_json)
 
 
 class Footprint:

@@ -30,6 +30,7 @@ from olive.engine.keys import ScriptHashes, run_key
 from olive.engine.results import Status, StepResult, StepStarted, TrialEvent
 from olive.exceptions import PassConfigError, PassRunError
 from olive.model.handler import OliveModelHandler
+from olive.model.types import model_from_json
 
 if TYPE_CHECKING:
     from olive.engine.plan import PassAlternative, PassPlan
@@ -56,7 +57,7 @@ def model_from_record(record: dict[str, Any]) -> OliveModelHandler:
     rel = fields.pop("model_path_rel", None)
     if rel is not None:
         fields["model_path"] = str(Path(record["entry_dir"]) / rel)
-    return OliveModelHandler.from_json(model_json)
+    return model_from_json(model_json)
 
 
 @attrs.define
@@ -133,7 +134,7 @@ class TrialWorker:
             evaluator = ModelEvaluator.for_workflow(
                 context.workflow, context.execution_providers, cache, context.evaluation_cache
             )
-            input_model = OliveModelHandler.from_json(context.input_model_json)
+            input_model = model_from_json(context.input_model_json)
             worker = _WORKERS[context.context_id] = cls(context, cache, evaluator, input_model)
         return worker
 
@@ -143,7 +144,7 @@ class TrialWorker:
         The chain stops at the first step that is not OK. A pass that raises is a failed step, never an
         exception out of here.
         """
-        model = OliveModelHandler.from_json(request.start_json)
+        model = model_from_json(request.start_json)
         model_hash = request.start_hash
         for plan_key in request.plan_keys:
             plan = self.plans[plan_key]

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import copy
+import inspect
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from olive.exceptions import ModelLoadError
+from olive.config_errors import user_path
+from olive.exceptions import ModelLoadError, WorkflowConfigError, closest_match_hint
 from olive.measure.sessions import create_session
 
 if TYPE_CHECKING:
@@ -34,14 +36,17 @@ class OliveModelHandler:
     def _extra_json(self) -> dict[str, Any]:
         return {"model_attributes": self.model_attributes or None}
 
-    @staticmethod
-    def from_json(data: Mapping[str, Any]) -> OliveModelHandler:
-        """Build a handler from ``{"type": "ONNXModel", "config": {...}}`` (fields may also be flat)."""
-        kind = data.get("type")
-        fields = dict(data.get("config") or {k: v for k, v in data.items() if k != "type"})
-        if str(kind).lower() in ("onnxmodel", "onnx"):
-            return ONNXModelHandler(**fields)
-        raise ModelLoadError(f"unknown model type {kind!r}; this version of Olive handles 'ONNXModel'")
+    @classmethod
+    def from_config(cls, fields: Mapping[str, Any], json_path: str, base_dir: Path) -> OliveModelHandler:
+        """Build the handler from a workflow's ``input_model`` fields (see :mod:`olive.model.types`)."""
+        return cls(**signature_fields(cls, fields, json_path, base_dir))
+
+    def validate(self) -> None:
+        """A cheap check before any work; raises :class:`ModelLoadError` when the model cannot be used."""
+
+    def content_hash(self) -> str | None:
+        """The sha256 of what the model computes, or None to hash the file at ``model_path``."""
+        return None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._model_path!r})"
@@ -238,3 +243,34 @@ class ONNXModelHandler(OliveModelHandler):
         if self.model_attributes:
             extra["model_attributes"] = self.model_attributes
         return extra
+
+
+def signature_fields(
+    cls: type, fields: Mapping[str, Any], json_path: str, base_dir: Path, path_fields: tuple[str, ...] = ("model_path",)
+) -> dict[str, Any]:
+    """``fields`` checked against ``cls.__init__``'s parameters, with ``path_fields`` resolved by the workflow's
+    path rule (:func:`olive.paths.resolve_user_path`).
+
+    Unknown keys and missing required parameters are :class:`WorkflowConfigError` naming the field; a
+    ``model_path`` that does not exist too.
+    """
+    params = {
+        name: p
+        for name, p in inspect.signature(cls.__init__).parameters.items()
+        if name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    }
+    for key in fields:
+        if key not in params:
+            raise WorkflowConfigError(
+                f"unknown key for {getattr(cls, 'model_type', cls.__name__)}{closest_match_hint(str(key), params)}; "
+                f"valid keys: {', '.join(params)}",
+                owner=f"{json_path}.{key}",
+            )
+    for name, param in params.items():
+        if param.default is inspect.Parameter.empty and name not in fields:
+            raise WorkflowConfigError("missing; add it", owner=f"{json_path}.{name}")
+    result = dict(fields)
+    for name in path_fields:
+        if result.get(name) is not None:
+            result[name] = str(user_path(result[name], f"{json_path}.{name}", base_dir, must_exist=True))
+    return result

@@ -1,0 +1,144 @@
+"""Data container types from plugins: the ``olive.data_containers`` entry-point group.
+
+olive-core builds in ``DataContainer`` (components from a ``user_script``), ``NpzDataContainer`` and
+``DummyDataContainer`` (see :mod:`olive.data.config`). A distribution adds a container type with one entry
+point whose class derives from :class:`DataContainerType`::
+
+    [project.entry-points."olive.data_containers"]
+    TextDataContainer = "olive_passes_torch.text_data:TextDataContainer"
+
+A workflow then writes ``{"name": "sentences", "type": "TextDataContainer", "load_dataset_config": {...}}``;
+the container's classes are imported when a data config names it (validation imports the module, so
+keep heavy imports inside the component functions).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from olive.exceptions import WorkflowConfigError
+from olive.plugins.named_types import NamedTypeRegistry
+from olive.plugins.process_wide import ProcessWide
+
+if TYPE_CHECKING:
+    from olive.data.config import DataConfig
+
+__all__ = [
+    "CONTAINERS_GROUP",
+    "DataContainerType",
+    "bind_input_model",
+    "container_registry",
+    "find_container",
+    "new_container_registry",
+    "unknown_container_reason",
+    "use_container_registry",
+]
+
+CONTAINERS_GROUP = "olive.data_containers"
+TORCH_DISTRIBUTION = "olive-passes-torch"
+
+# Microsoft Olive's container types and the distribution here that provides each (None: none does).
+PROVIDED_ELSEWHERE: dict[str, str | None] = {
+    "HuggingfaceContainer": TORCH_DISTRIBUTION,
+    "TextDataContainer": TORCH_DISTRIBUTION,
+    "RawDataContainer": None,
+    "TransformersDummyDataContainer": None,
+    "TransformersPromptDummyDataContainer": None,
+    "TransformersTokenDummyDataContainer": None,
+}
+INSTALL_HINTS = {TORCH_DISTRIBUTION: 'from a clone of this repository: pip install -e "./olive-passes-torch[hf]"'}
+
+
+class DataContainerType:
+    """Base of a data container type a plugin distribution offers.
+
+    A container type supplies the functions of the components a data config leaves unnamed, and checks
+    the config when the workflow is read. Everything else (batching, ``(inputs, labels)`` batches,
+    calibration readers, caching by content) is :class:`~olive.data.config.DataConfig`'s.
+
+    - ``components``: component kind (``"load_dataset"``, ``"pre_process_data"``, ``"post_process_data"``,
+      ``"dataloader"``) -> the function used when the config names none. ``load_dataset`` is called with the
+      ``load_dataset_config`` params; ``pre_process_data`` with the dataset and its params. The dataset the
+      two give must yield ``(dict of arrays keyed by input name, label)`` samples, or offer
+      ``batch(start, stop) -> (dict of arrays, labels | None)``.
+    - :meth:`check`: validate the config and return it with its paths made absolute (no data is read).
+    - :meth:`files`: the files whose bytes the data depends on beyond ``data_path`` / ``data_dir`` (which the
+      data config hashes itself), so an edited file never reuses a cached result.
+    - :meth:`bind_model`: fill in what the container takes from the workflow's input model (a tokenizer)
+      when the config does not say.
+    """
+
+    components: ClassVar[dict[str, Callable[..., Any]]] = {}
+
+    @classmethod
+    def check(cls, config: DataConfig, json_path: str, base_dir: Path) -> DataConfig:
+        """Raise ``WorkflowConfigError(reason, owner=<JSON path of the key>)`` for a bad key or value;
+        return the config with relative paths resolved against ``base_dir``."""
+        return config
+
+    @classmethod
+    def files(cls, config: DataConfig) -> list[str]:
+        """Files or folders the data is read from, besides ``data_path`` / ``data_dir``."""
+        return []
+
+    @classmethod
+    def bind_model(cls, config: DataConfig, model_path: str) -> DataConfig:
+        """The config with what it takes from the input model at ``model_path`` filled in where unset."""
+        return config
+
+
+def new_container_registry(entry_points: bool = True) -> NamedTypeRegistry:
+    """A fresh registry of plugin container types (``entry_points=False``: empty)."""
+    return NamedTypeRegistry(
+        CONTAINERS_GROUP,
+        "data container",
+        base=DataContainerType,
+        provided_elsewhere=PROVIDED_ELSEWHERE,
+        install_hints=INSTALL_HINTS,
+        error_type=WorkflowConfigError,
+        entry_points=entry_points,
+    )
+
+
+_registry: ProcessWide[NamedTypeRegistry] = ProcessWide(new_container_registry)
+
+
+def container_registry() -> NamedTypeRegistry:
+    """The process-wide registry of plugin container types, scanned on first use."""
+    return _registry.get()
+
+
+@contextmanager
+def use_container_registry(registry: NamedTypeRegistry) -> Iterator[NamedTypeRegistry]:
+    """Make ``registry`` the process-wide one inside the ``with`` block (tests, embedders)."""
+    with _registry.use(registry):
+        yield registry
+
+
+def find_container(name: str) -> type[DataContainerType] | None:
+    """The plugin container type ``name``, or None when no installed distribution offers it.
+
+    Raises :class:`~olive.exceptions.PluginLoadError` when the distribution that offers it is broken.
+    """
+    entry = container_registry().find(name)
+    return None if entry is None else container_registry().load(entry)
+
+
+def unknown_container_reason(name: str) -> str | None:
+    """For a container type a distribution of this project provides but that is not installed: which one
+    and how to install it; None otherwise."""
+    return container_registry().unknown_reason(name) if PROVIDED_ELSEWHERE.get(name) else None
+
+
+def bind_input_model(config: DataConfig, model_path: str | None) -> DataConfig:
+    """``config`` with what its container takes from the input model (at ``model_path``) filled in."""
+    if model_path is None:
+        return config
+    container = find_container(config.type) if config.type not in _BUILTIN else None
+    return container.bind_model(config, str(model_path)) if container is not None else config
+
+
+_BUILTIN = ("DataContainer", "NpzDataContainer", "DummyDataContainer")
