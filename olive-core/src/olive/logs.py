@@ -1,4 +1,9 @@
-"""Keeping repeated log messages down: each distinct message once.
+"""Olive's log output: which loggers are Olive's, and keeping repeated messages down.
+
+Olive's loggers are ``olive`` and the top-level package of every installed plugin (``olive_passes_quant``,
+``olive_passes_torch``, a third party's package): :func:`olive_logger_names`. :func:`olive_logs` sets their
+level (and a handler, for the CLI) for the length of a block, so a pass distribution's INFO records show
+wherever Olive's own do.
 
 Libraries that log the same advice on every call (onnxruntime's quantizer asks for pre-processing on every
 model; its transformer fusions report once per layer) would otherwise repeat it once per search point or
@@ -11,6 +16,46 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator
+
+from olive.plugins.discovery import iter_entry_points
+
+#: Entry-point groups whose targets are Olive plugins (their packages' loggers are Olive's).
+_PLUGIN_GROUPS = ("olive.passes", "olive.models", "olive.data_containers", "olive.plugins")
+
+
+def olive_logger_names() -> list[str]:
+    """``olive``, then the top-level package of every installed plugin's entry points (read from metadata; nothing
+    is imported)."""
+    names = ["olive"]
+    for group in _PLUGIN_GROUPS:
+        for found in iter_entry_points(group):
+            package = found.value.split(":", 1)[0].split(".", 1)[0].strip()
+            if package and package not in names:
+                names.append(package)
+    return names
+
+
+@contextlib.contextmanager
+def olive_logs(level: int, handler: logging.Handler | None = None, keep_debug: bool = False) -> Iterator[None]:
+    """Inside the block, Olive's loggers (:func:`olive_logger_names`) pass records at ``level`` and above; with
+    ``handler``, to it alone (not on to the root logger's handlers). ``keep_debug``: a logger already at DEBUG
+    (``--verbose``) stays there. Everything is restored on exit."""
+    loggers = [logging.getLogger(name) for name in olive_logger_names()]
+    saved = [(logger, logger.level, logger.propagate) for logger in loggers]
+    for logger in loggers:
+        if not (keep_debug and logger.level == logging.DEBUG):
+            logger.setLevel(level)
+        if handler is not None:
+            logger.addHandler(handler)
+            logger.propagate = False
+    try:
+        yield
+    finally:
+        for logger, old_level, propagate in saved:
+            if handler is not None:
+                logger.removeHandler(handler)
+            logger.setLevel(old_level)
+            logger.propagate = propagate
 
 
 class OnceFilter(logging.Filter):

@@ -16,7 +16,7 @@ import logging
 import shutil
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from olive.exceptions import OliveError, PassConfigError, PassRunError, WorkflowConfigError
 from olive.hardware.accelerator import AcceleratorSpec
@@ -42,6 +42,8 @@ STAGING = ".torch-export"
 
 class OnnxConversion(Pass):
     """Convert a PyTorch or Hugging Face model to ONNX with torch.onnx.export and check it against PyTorch."""
+
+    accepts_model_types: ClassVar[tuple[str, ...]] = ("HfModel", "PyTorchModel")
 
     @classmethod
     def _default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
@@ -178,7 +180,7 @@ class OnnxConversion(Pass):
         attributes["io_config"] = io.to_json()
         if config.verify:
             check = self._check(model, config, wrapper, io, output, owner)
-            check.update({"exporter": exporter, "opset": config.target_opset})
+            check.update({"exporter": exporter, "opset": config.target_opset, "input": model.describe()})
             attributes[CHECK_ATTRIBUTE] = check
         output.model_attributes = attributes
         logger.info(

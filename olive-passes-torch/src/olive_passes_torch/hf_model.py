@@ -135,6 +135,12 @@ class HfModelHandler(TorchModelHandler):
         handler.json_path = json_path
         return handler
 
+    def __getstate__(self) -> dict[str, Any]:
+        # The handler travels to trial workers inside the workflow; transformers' config is read again there.
+        state = dict(self.__dict__)
+        state.pop("hf_config", None)
+        return state
+
     def _extra_json(self) -> dict[str, Any]:
         extra: dict[str, Any] = {}
         if self.task:
@@ -326,6 +332,9 @@ class HfModelHandler(TorchModelHandler):
         from olive_passes_torch._inputs import synthetic_inputs
 
         return synthetic_inputs(io, vary=vary, vocab_size=getattr(self.hf_config, "vocab_size", None))
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "task": self.resolved_task}
 
     def output_attributes(self) -> dict[str, Any]:
         """The Hugging Face config's fields (``model_type``, ``num_attention_heads``, ``hidden_size``...), which

@@ -232,7 +232,8 @@ class PyTorchModelHandler(TorchModelHandler):
                 module = loader(self.model_path)
             except Exception as exc:
                 raise PassRunError(
-                    f"'{self.model_loader}' in model_script '{self.model_script}' raised {type(exc).__name__}: {exc}",
+                    f"model_loader '{self.model_loader}' in model_script '{self.model_script}' raised "
+                    f"{type(exc).__name__}: {exc}",
                     owner=f"{self.json_path}.model_loader",
                 ) from exc
             where = f"model_loader '{self.model_loader}'"
@@ -280,7 +281,8 @@ class PyTorchModelHandler(TorchModelHandler):
             value = func(self)
         except Exception as exc:
             raise PassRunError(
-                f"'{self.dummy_inputs_func}' in model_script '{self.model_script}' raised {type(exc).__name__}: {exc}",
+                f"dummy_inputs_func '{self.dummy_inputs_func}' in model_script '{self.model_script}' raised "
+                f"{type(exc).__name__}: {exc}",
                 owner=f"{self.json_path}.dummy_inputs_func",
             ) from exc
         return inputs_by_name(value, io, f"{self.json_path}.dummy_inputs_func")

@@ -124,6 +124,10 @@ class TorchModelHandler(OliveModelHandler):
         """``model_attributes`` the converted ONNX model starts from."""
         return dict(self.model_attributes)
 
+    def describe(self) -> dict[str, Any]:
+        """What was converted, for the conversion check's record: the model type and path."""
+        return {"type": self.model_type, "model_path": self.model_path}
+
     def check_forward(self, module: torch.nn.Module, io: IoConfig) -> None:
         """Raise :class:`PassConfigError` naming the io_config's inputs and the forward signature when they do
         not fit: by name for inputs passed by name, by count for inputs passed in order."""

@@ -106,24 +106,18 @@ def run_command(
 
 @contextlib.contextmanager
 def _logging(verbose: bool) -> Iterator[None]:
-    """Olive's log records go to stderr through rich while the command runs (and only then)."""
+    """Olive's log records, and those of every plugin's package (``olive_passes_torch``...), go to stderr through
+    rich while the command runs (and only then)."""
     import logging
 
     from rich.console import Console
     from rich.logging import RichHandler
 
-    logger = logging.getLogger("olive")
+    from olive.logs import olive_logs
+
     handler = RichHandler(console=Console(stderr=True), show_path=verbose, show_time=False)
-    saved = (logger.level, logger.propagate)
-    logger.addHandler(handler)
-    logger.propagate = False
-    logger.setLevel(logging.DEBUG if verbose else logging.INFO)
-    try:
+    with olive_logs(logging.DEBUG if verbose else logging.INFO, handler):
         yield
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(saved[0])
-        logger.propagate = saved[1]
 
 
 def _print_dry_run(prepared) -> None:

@@ -20,6 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from olive.exceptions import WorkflowConfigError
+from olive.plugins.install_hints import (
+    MICROSOFT_OLIVE_ONLY_DATA_CONTAINERS,
+    REPOSITORY_DATA_CONTAINERS,
+    missing_data_container_hint,
+)
 from olive.plugins.named_types import NamedTypeRegistry
 from olive.plugins.process_wide import ProcessWide
 
@@ -38,18 +43,6 @@ __all__ = [
 ]
 
 CONTAINERS_GROUP = "olive.data_containers"
-TORCH_DISTRIBUTION = "olive-passes-torch"
-
-# Microsoft Olive's container types and the distribution here that provides each (None: none does).
-PROVIDED_ELSEWHERE: dict[str, str | None] = {
-    "HuggingfaceContainer": TORCH_DISTRIBUTION,
-    "TextDataContainer": TORCH_DISTRIBUTION,
-    "RawDataContainer": None,
-    "TransformersDummyDataContainer": None,
-    "TransformersPromptDummyDataContainer": None,
-    "TransformersTokenDummyDataContainer": None,
-}
-INSTALL_HINTS = {TORCH_DISTRIBUTION: 'from a clone of this repository: pip install -e "./olive-passes-torch[hf]"'}
 
 
 class DataContainerType:
@@ -96,8 +89,8 @@ def new_container_registry(entry_points: bool = True) -> NamedTypeRegistry:
         CONTAINERS_GROUP,
         "data container",
         base=DataContainerType,
-        provided_elsewhere=PROVIDED_ELSEWHERE,
-        install_hints=INSTALL_HINTS,
+        known_elsewhere=(*REPOSITORY_DATA_CONTAINERS, *MICROSOFT_OLIVE_ONLY_DATA_CONTAINERS),
+        missing_hint=missing_data_container_hint,
         error_type=WorkflowConfigError,
         entry_points=entry_points,
     )
@@ -130,7 +123,7 @@ def find_container(name: str) -> type[DataContainerType] | None:
 def unknown_container_reason(name: str) -> str | None:
     """For a container type a distribution of this project provides but that is not installed: which one
     and how to install it; None otherwise."""
-    return container_registry().unknown_reason(name) if PROVIDED_ELSEWHERE.get(name) else None
+    return container_registry().unknown_reason(name) if name in REPOSITORY_DATA_CONTAINERS else None
 
 
 def bind_input_model(config: DataConfig, model_path: str | None) -> DataConfig:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from olive.cache.store import CacheStore, hash_model
@@ -27,6 +27,7 @@ from olive.engine.trial import TrialContext, TrialRequest, TrialWorker, model_fr
 from olive.evaluator.goals import meets_goals, resolve_goals
 from olive.evaluator.result import MetricResult
 from olive.exceptions import OliveError, PassConfigError, PassRunError, WorkflowConfigError
+from olive.model.handler import ONNXModelHandler
 from olive.search.samplers import Sampler, create_sampler
 from olive.search.search_space import JointSearchSpace
 
@@ -68,6 +69,8 @@ class Engine:
         self._thresholds: dict[str, float] = {}
         self._objectives = evaluator.objectives() if evaluator else []
         self._limits = SearchLimits(workflow.search_strategy)
+        #: The model metrics compare with (see :meth:`_reference`); None without an evaluator.
+        self._reference_id: str | None = None
 
     # ----------------------------------------------------------------------------------------------
     def run(self) -> WorkflowOutput:
@@ -75,19 +78,38 @@ class Engine:
         # model again here would add to every run's fixed cost.
         input_model = self.workflow.input_model.create_handler()
         input_hash = hash_model(input_model)
-        node = self.footprint.add(
+        self.footprint.add(
             FootprintNode(model_id=INPUT_MODEL_ID, model_path=input_model.model_path, model_json=input_model.to_json())
         )
         self._models[INPUT_MODEL_ID] = (input_model, input_hash)
+        context = TrialContext(
+            context_id=uuid.uuid4().hex,
+            workflow=self.workflow,
+            plans=self.plans,
+            accelerator=self.accelerator,
+            execution_providers=self.execution_providers,
+            cache_root=str(self.cache.root),
+            cache_session=self.cache.session_id,
+            evaluation_cache=self.evaluator is not None and self.evaluator.cache is not None,
+            reference_model_json=input_model.to_json(),
+            reference_hash=input_hash,
+        )
+        local = TrialWorker(context, self.cache, self.evaluator, input_model)
         if self.evaluator is not None:
+            self._reference_id = self._reference(local)
+            reference, reference_hash = self._models[self._reference_id]
+            # Every worker compares with the same model: the trial context carries it.
+            context.reference_model_json, context.reference_hash = reference.to_json(), reference_hash
+            local.reference_model = reference
             if self.workflow.evaluate_input_model or self.evaluator.needs_baseline():
-                self._record_evaluation(node, self.evaluator.evaluate(input_model, input_hash, input_model, input_hash))
-            self._thresholds = resolve_goals(self.evaluator.metrics, self._results.get(INPUT_MODEL_ID))
+                evaluation = self.evaluator.evaluate(reference, reference_hash, reference, reference_hash)
+                self._record_evaluation(self.footprint.get(self._reference_id), evaluation)
+            self._thresholds = resolve_goals(self.evaluator.metrics, self._results.get(self._reference_id))
 
-        executor = self._executor(input_model, input_hash)
+        strategy = self.workflow.search_strategy
+        executor = create_executor(strategy.executor if strategy is not None else None, context, local)
         finished = False
         try:
-            strategy = self.workflow.search_strategy
             if strategy is not None and strategy.execution_order == "pass-by-pass":
                 self._search_pass_by_pass(executor)
             else:
@@ -99,22 +121,35 @@ class Engine:
             executor.close(cancel=not finished)
         return self._output()
 
-    def _executor(self, input_model: OliveModelHandler, input_hash: str) -> TrialExecutor:
-        context = TrialContext(
-            context_id=uuid.uuid4().hex,
-            workflow=self.workflow,
-            plans=self.plans,
-            accelerator=self.accelerator,
-            execution_providers=self.execution_providers,
-            cache_root=str(self.cache.root),
-            cache_session=self.cache.session_id,
-            evaluation_cache=self.evaluator is not None and self.evaluator.cache is not None,
-            input_model_json=input_model.to_json(),
-            input_hash=input_hash,
+    def _reference(self, local: TrialWorker) -> str:
+        """The model every metric compares with (agreement, ``ratio_*`` latency, goals relative to the input).
+
+        The input model when it can be evaluated (ONNX). Otherwise (a PyTorch or Hugging Face model) the output
+        of the first pass at its one config (``resolve_plan`` allows no search there): the conversion, which
+        checked itself against the input model. It runs here, before the search, and is recorded like any run;
+        the search then finds it in the footprint and the cache.
+        """
+        input_model, input_hash = self._models[INPUT_MODEL_ID]
+        if isinstance(input_model, ONNXModelHandler):
+            return INPUT_MODEL_ID
+        plan = self.plans[0]
+        point = {plan.key: plan.space.get_point(0)}
+        step = local.run_step(plan, point[plan.key], input_model, input_hash, self._failed_runs)
+        node, status = self._record_trial(INPUT_MODEL_ID, point, _step_events(step), candidate=False)
+        if node is None or status is not Status.OK:
+            reason = node.error if node is not None else "it produced no model"
+            raise PassRunError(
+                f"its output is what every metric compares with, so nothing else can run: {reason}",
+                owner=f"pass '{plan.key}'",
+            )
+        logger.info(
+            "Metrics compare with the output of pass '%s' (%s): the input model is a %s, which onnxruntime cannot "
+            "evaluate",
+            node.pass_key,
+            node.pass_name,
+            input_model.model_type,
         )
-        strategy = self.workflow.search_strategy
-        local = TrialWorker(context, self.cache, self.evaluator, input_model)
-        return create_executor(strategy.executor if strategy is not None else None, context, local)
+        return node.model_id
 
     # ----------------------------------------------------------------------------------------------
     # Search orders
@@ -315,7 +350,7 @@ class Engine:
         if node.model_id in self._results:
             return  # measured for an earlier trial that reached the same model
         if evaluation.error is not None:
-            if node.model_id == INPUT_MODEL_ID or not self.workflow.search_enabled:
+            if node.model_id in (INPUT_MODEL_ID, self._reference_id) or not self.workflow.search_enabled:
                 raise evaluation.exception or OliveError(evaluation.error)
             node.status, node.error = Status.FAILED, f"evaluation: {evaluation.error}"
             logger.warning("Evaluating %s failed: %s", node.model_id, evaluation.error)
@@ -340,6 +375,7 @@ class Engine:
                 for plan in self.plans
             },
             accelerator=str(self.accelerator),
+            reference_model_id=self._reference_id,
             distributions={
                 alt.identity.distribution: alt.identity.version or ""
                 for alt in alternatives
@@ -348,6 +384,12 @@ class Engine:
         )
         choose_best(output, self._results, self._thresholds, self._limits.stopped_by)
         return output
+
+
+def _step_events(step: Generator[StepStarted, None, StepResult]) -> Iterator[TrialEvent]:
+    """The events of one step (:meth:`TrialWorker.run_step`): its start, then its result."""
+    result = yield from step
+    yield result
 
 
 def _pass_error(node: FootprintNode, error: BaseException) -> OliveError:

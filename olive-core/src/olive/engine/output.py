@@ -22,7 +22,7 @@ class WorkflowOutput:
 
     ``footprint`` lists every node in the order tried (the input model first); ``best`` is the chosen
     candidate (None when nothing was produced or nothing met the goals; ``reason`` then says why);
-    ``output_dir`` holds the written files.
+    ``output_dir`` holds the written files; ``reference_model_id`` is the node the metrics compared with.
     """
 
     footprint: list[FootprintNode]
@@ -34,6 +34,9 @@ class WorkflowOutput:
     searched_params: dict[str, list[str]] = attrs.Factory(dict)
     accelerator: str | None = None
     distributions: dict[str, str] = attrs.Factory(dict)
+    #: The node whose model the metrics compared with: the input model, or (for an input model onnxruntime
+    #: cannot run, such as a Hugging Face one) the first pass's output; None without an evaluator.
+    reference_model_id: str | None = None
 
     def get_best_candidate(self) -> FootprintNode | None:
         return self.best

@@ -201,6 +201,10 @@ def write_outputs(output: WorkflowOutput, workflow: WorkflowConfig) -> Path:
         input_node = output.footprint[0] if output.footprint else None
         if input_node is not None and input_node.metrics is not None:
             metrics["input_model"] = input_node.metrics
+        reference = output.get_node(output.reference_model_id) if output.reference_model_id else None
+        if reference is not None and reference is not input_node and reference.metrics is not None:
+            # The input model could not be evaluated; this model stood in for it.
+            metrics["reference"] = {"model_id": reference.model_id, "metrics": reference.metrics}
         _write_json(output_dir / "metrics.json", metrics)
     if not workflow.no_artifacts:
         _write_json(
@@ -211,6 +215,7 @@ def write_outputs(output: WorkflowOutput, workflow: WorkflowConfig) -> Path:
                 "objectives": output.objectives,
                 "best_model_id": best.model_id if best else None,
                 "reason": output.reason,
+                "reference_model_id": output.reference_model_id,
                 "nodes": [node.to_json() for node in output.footprint],
             },
         )

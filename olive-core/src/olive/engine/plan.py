@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from olive.config_errors import config_error
+from olive.config_errors import config_error, json_path
 from olive.data.user_script import load_user_script
 from olive.exceptions import (
     AmbiguousPassError,
@@ -24,6 +24,7 @@ from olive.exceptions import (
 from olive.passes.pass_config import ParamCategory
 from olive.paths import resolve_user_path
 from olive.plugins.identity import PassIdentity, acting_as
+from olive.plugins.install_hints import REPOSITORY_MODEL_TYPES, REPOSITORY_PASSES
 from olive.plugins.registry import PassEntry, get_registry
 from olive.search.search_parameter import Categorical, SpecialParamValue
 from olive.search.search_space import SearchSpace
@@ -194,7 +195,50 @@ def resolve_plan(workflow: WorkflowConfig, accelerator: AcceleratorSpec) -> list
             kind = type(next(p for p in problems if not isinstance(p, PassConfigError | WorkflowConfigError)))
         lines = [" ".join(str(p).split()) for p in problems]
         raise kind(f"{len(problems)} problems: " + "; ".join(lines))
+    check_input_model_type(workflow, plans)
     return plans
+
+
+def check_input_model_type(workflow: WorkflowConfig, plans: list[PassPlan]) -> None:
+    """The first pass takes the input model's type (``Pass.accepts_model_types``); and when the input model
+    cannot be evaluated (it is not ONNX), the first pass has one config, since its output is what every
+    metric compares with (see :class:`~olive.engine.engine.Engine`).
+
+    Raises :class:`WorkflowConfigError` naming the pass and what to put first.
+    """
+    if not plans:
+        return
+    model_type = workflow.input_model.type
+    first = plans[0]
+    for alternative in first.alternatives:
+        accepted = tuple(alternative.pass_class.accepts_model_types)
+        if model_type in accepted:
+            continue
+        spec = alternative.spec
+        raise config_error(
+            f"{spec.json_path}.type",
+            f"{alternative.identity.name} takes {' or '.join(accepted)} models, but the input model is a "
+            f"{model_type}; {_what_to_put_first(model_type, first.key)}",
+        )
+    if workflow.evaluator is not None and model_type != "ONNXModel" and first.size() > 1:
+        raise config_error(
+            json_path("passes", first.key),
+            f"searches {first.size()} configs, but with a {model_type} input model every metric compares with the "
+            "model this first pass produces (the input model is not ONNX and cannot be evaluated itself), which "
+            "must be one model: give each of its searched params one value (and no list of alternatives); the "
+            "passes after it can be searched",
+        )
+
+
+def _what_to_put_first(model_type: str, first_key: str) -> str:
+    if model_type == "ONNXModel":
+        return f"the model is ONNX already: remove pass '{first_key}' or start with a pass that takes ONNX models"
+    offered = REPOSITORY_MODEL_TYPES.get(model_type)
+    converters = REPOSITORY_PASSES.get(offered[0], ()) if offered else ()
+    if converters:
+        example = f'e.g. "convert": {{"type": "{converters[0]}"}} from {offered[0]}'
+        return f"put a pass that converts {model_type} models to ONNX first ({example})"
+    return f"put a pass that converts {model_type} models to ONNX first"
 
 
 def _empty_space_message(search: dict[str, Any]) -> str:

@@ -76,8 +76,9 @@ class TrialContext:
     cache_root: str
     cache_session: str
     evaluation_cache: bool
-    input_model_json: dict[str, Any]
-    input_hash: str
+    #: The model every trial's evaluation compares with (see ``Engine._reference``), and its content hash.
+    reference_model_json: dict[str, Any]
+    reference_hash: str
 
     @property
     def host_device(self) -> str | None:
@@ -107,19 +108,20 @@ _WORKERS: dict[str, TrialWorker] = {}
 
 
 class TrialWorker:
-    """Runs trials of one search in one process: the cache, the evaluator and the input model, made once."""
+    """Runs trials of one search in one process: the cache, the evaluator and the reference model (what
+    evaluations compare with), made once."""
 
     def __init__(
         self,
         context: TrialContext,
         cache: CacheStore,
         evaluator: ModelEvaluator | None,
-        input_model: OliveModelHandler,
+        reference_model: OliveModelHandler,
     ):
         self.context = context
         self.cache = cache
         self.evaluator = evaluator
-        self.input_model = input_model
+        self.reference_model = reference_model
         self.plans = {plan.key: plan for plan in context.plans}
         self.script_hashes = ScriptHashes()
 
@@ -134,8 +136,8 @@ class TrialWorker:
             evaluator = ModelEvaluator.for_workflow(
                 context.workflow, context.execution_providers, cache, context.evaluation_cache
             )
-            input_model = model_from_json(context.input_model_json)
-            worker = _WORKERS[context.context_id] = cls(context, cache, evaluator, input_model)
+            reference = model_from_json(context.reference_model_json)
+            worker = _WORKERS[context.context_id] = cls(context, cache, evaluator, reference)
         return worker
 
     def run(self, request: TrialRequest) -> Iterator[TrialEvent]:
@@ -154,7 +156,7 @@ class TrialWorker:
                 return
             model, model_hash = model_from_record(step.record), step.record["output_hash"]
         if request.evaluate and self.evaluator is not None:
-            yield self.evaluator.evaluate(model, model_hash, self.input_model, self.context.input_hash)
+            yield self.evaluator.evaluate(model, model_hash, self.reference_model, self.context.reference_hash)
 
     def run_step(
         self,

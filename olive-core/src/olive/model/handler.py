@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from olive.config_errors import user_path
+from olive.config_errors import expect, user_path
 from olive.exceptions import ModelLoadError, WorkflowConfigError, closest_match_hint
 from olive.measure.sessions import create_session
 
@@ -87,6 +87,21 @@ class ONNXModelHandler(OliveModelHandler):
         self.external_initializers_file_name = external_initializers_file_name
         self.constant_inputs_file_name = constant_inputs_file_name
         self._resolved_path: str | None = None
+
+    @classmethod
+    def from_config(cls, fields: Mapping[str, Any], json_path: str, base_dir: Path) -> ONNXModelHandler:
+        checked = signature_fields(
+            cls, fields, json_path, base_dir, missing={"model_path": "give the .onnx file or the folder holding it"}
+        )
+        for key in ("onnx_file_name", "external_initializers_file_name", "constant_inputs_file_name"):
+            if checked.get(key) is not None:
+                expect(checked[key], str, f"{json_path}.{key}", "a file name string")
+        for key in ("inference_settings", "model_attributes"):
+            if checked.get(key) is not None:
+                expect(checked[key], dict, f"{json_path}.{key}", "an object")
+        if "use_ort_extensions" in checked:
+            expect(checked["use_ort_extensions"], bool, f"{json_path}.use_ort_extensions", "true or false")
+        return cls(**checked)
 
     @property
     def model_path(self) -> str:
@@ -246,13 +261,18 @@ class ONNXModelHandler(OliveModelHandler):
 
 
 def signature_fields(
-    cls: type, fields: Mapping[str, Any], json_path: str, base_dir: Path, path_fields: tuple[str, ...] = ("model_path",)
+    cls: type,
+    fields: Mapping[str, Any],
+    json_path: str,
+    base_dir: Path,
+    path_fields: tuple[str, ...] = ("model_path",),
+    missing: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """``fields`` checked against ``cls.__init__``'s parameters, with ``path_fields`` resolved by the workflow's
     path rule (:func:`olive.paths.resolve_user_path`).
 
-    Unknown keys and missing required parameters are :class:`WorkflowConfigError` naming the field; a
-    ``model_path`` that does not exist too.
+    Unknown keys and missing required parameters are :class:`WorkflowConfigError` naming the field (``missing``:
+    what to write for a required one); a ``model_path`` that does not exist too.
     """
     params = {
         name: p
@@ -267,8 +287,8 @@ def signature_fields(
                 owner=f"{json_path}.{key}",
             )
     for name, param in params.items():
-        if param.default is inspect.Parameter.empty and name not in fields:
-            raise WorkflowConfigError("missing; add it", owner=f"{json_path}.{name}")
+        if param.default is inspect.Parameter.empty and fields.get(name) is None:
+            raise WorkflowConfigError(f"missing; {(missing or {}).get(name, 'add it')}", owner=f"{json_path}.{name}")
     result = dict(fields)
     for name in path_fields:
         if result.get(name) is not None:

@@ -40,9 +40,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from olive.config_errors import expect
 from olive.exceptions import ModelLoadError, PluginLoadError, WorkflowConfigError
 from olive.model.handler import OliveModelHandler, ONNXModelHandler
 from olive.plugins.discovery import normalize_name
+from olive.plugins.install_hints import (
+    MICROSOFT_OLIVE_ONLY_MODEL_TYPES,
+    REPOSITORY_MODEL_TYPES,
+    missing_model_type_hint,
+)
 from olive.plugins.named_types import NamedTypeRegistry
 from olive.plugins.process_wide import ProcessWide
 
@@ -58,24 +64,6 @@ __all__ = [
 ]
 
 MODELS_GROUP = "olive.models"
-TORCH_DISTRIBUTION = "olive-passes-torch"
-
-# Microsoft Olive's model types and the distribution here that provides each (None: none does), so a
-# workflow naming one that is not installed gets the install line instead of "unknown".
-PROVIDED_ELSEWHERE: dict[str, str | None] = {
-    "HfModel": TORCH_DISTRIBUTION,
-    "PyTorchModel": TORCH_DISTRIBUTION,
-    "DistributedHfModel": None,
-    "DistributedOnnxModel": None,
-    "CompositeModel": None,
-    "CompositePyTorchModel": None,
-    "DiffusersModel": None,
-    "OpenVINOModel": None,
-    "QNNModel": None,
-    "SNPEModel": None,
-    "TensorFlowModel": None,
-}
-INSTALL_HINTS = {TORCH_DISTRIBUTION: 'from a clone of this repository: pip install -e "./olive-passes-torch[hf]"'}
 # Other spellings older workflow files use.
 _ALIASES = {"onnx": "ONNXModel"}
 _CORE = "olive-core"
@@ -91,8 +79,8 @@ def new_model_type_registry(entry_points: bool = True) -> NamedTypeRegistry:
         MODELS_GROUP,
         "model type",
         base=OliveModelHandler,
-        provided_elsewhere=PROVIDED_ELSEWHERE,
-        install_hints=INSTALL_HINTS,
+        known_elsewhere=(*REPOSITORY_MODEL_TYPES, *MICROSOFT_OLIVE_ONLY_MODEL_TYPES),
+        missing_hint=missing_model_type_hint,
         error_type=UnknownModelTypeError,
         entry_points=entry_points,
         exempt=(_CORE,),
@@ -135,16 +123,14 @@ def handler_from_config(
 
     Every problem is a :class:`WorkflowConfigError` whose owner is the JSON path of the field.
     """
-    if not isinstance(data, Mapping):
-        raise WorkflowConfigError(
-            f'expected an object like {{"type": "ONNXModel", "model_path": "model.onnx"}}, got {type(data).__name__}',
-            owner=json_path,
-        )
-    kind = data.get("type")
-    if not isinstance(kind, str) or not kind:
+    expect(data, dict, json_path, 'an object like {"type": "ONNXModel", "model_path": "model.onnx"}')
+    if data.get("type") is None:
         raise WorkflowConfigError(
             'missing; add "type": "ONNXModel" (or "HfModel", "PyTorchModel")', owner=f"{json_path}.type"
         )
+    kind = expect(data["type"], str, f"{json_path}.type", "a model type name string").strip()
+    if not kind:
+        raise WorkflowConfigError('empty; name the model type, e.g. "ONNXModel"', owner=f"{json_path}.type")
     try:
         cls = get_model_type(kind)
     except (UnknownModelTypeError, PluginLoadError) as exc:
@@ -152,9 +138,7 @@ def handler_from_config(
     fields = {k: v for k, v in data.items() if k not in ("type", "config")}
     prefix = json_path
     if data.get("config") is not None:
-        nested = data["config"]
-        if not isinstance(nested, Mapping):
-            raise WorkflowConfigError("expected an object of model fields", owner=f"{json_path}.config")
+        nested = expect(data["config"], dict, f"{json_path}.config", "an object of model fields")
         for key in nested:
             if key in fields:
                 raise WorkflowConfigError(

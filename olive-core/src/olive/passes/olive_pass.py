@@ -92,6 +92,11 @@ class Pass(ABC):
       accelerator in the cache key), ``_initialize(self)`` (runs once before the first ``_run_for_config``),
       and a class attribute ``_version`` that goes into cache keys (the distribution's version is used
       otherwise).
+    - ``accepts_model_types`` (class attribute): the input model types (``model_type`` names, see
+      :mod:`olive.model.types`) the pass takes; default ``("ONNXModel",)``. A pass that converts a model into
+      ONNX declares what it converts, e.g. ``accepts_model_types = ("HfModel", "PyTorchModel")``. When a
+      workflow is resolved, the first pass must accept the input model's type (a config error naming the pass
+      and what to put first otherwise).
 
     **Rejecting a config.** Types, required params and search values are checked for you. Values that type
     checks cannot judge (a block size the kernel does not take, two params that do not go together) are
@@ -120,6 +125,8 @@ class Pass(ABC):
 
     #: Optional version of the pass's behaviour; part of every cache key for its runs.
     _version: ClassVar[str | None] = None
+    #: The input model types the pass takes (``model_type`` names); checked for the first pass of a workflow.
+    accepts_model_types: ClassVar[tuple[str, ...]] = ("ONNXModel",)
 
     def __init__(
         self,

@@ -1,4 +1,4 @@
-"""Which distribution offers a pass or a model type, and the line that installs it.
+"""Which distribution offers a pass, a model type or a data container, and the line that installs it.
 
 The distributions of this repository are not on a package index: they are installed from a clone (or
 from wheels built from one). Where olive-core itself came from is recorded in its installed metadata
@@ -47,6 +47,12 @@ REPOSITORY_PASSES: dict[str, tuple[str, ...]] = {
 REPOSITORY_MODEL_TYPES: dict[str, tuple[str, str | None]] = {
     "HfModel": ("olive-passes-torch", "hf"),
     "PyTorchModel": ("olive-passes-torch", None),
+}
+
+#: Data container types of this repository's distributions: type name -> (distribution, extra or None).
+REPOSITORY_DATA_CONTAINERS: dict[str, tuple[str, str | None]] = {
+    "TextDataContainer": ("olive-passes-torch", "hf"),
+    "HuggingfaceContainer": ("olive-passes-torch", "hf"),
 }
 
 _PYTORCH = "a PyTorch pass (it works on the PyTorch model before conversion)"
@@ -112,11 +118,20 @@ MICROSOFT_OLIVE_ONLY_MODEL_TYPES: tuple[str, ...] = (
     "DistributedHfModel",
     "DistributedOnnxModel",
     "CompositeModel",
+    "CompositePyTorchModel",
     "OpenVINOModel",
     "QNNModel",
     "SNPEModel",
     "TensorFlowModel",
     "DiffusersModel",
+)
+
+#: Microsoft Olive 0.13's data container types that no distribution here provides.
+MICROSOFT_OLIVE_ONLY_DATA_CONTAINERS: tuple[str, ...] = (
+    "RawDataContainer",
+    "TransformersDummyDataContainer",
+    "TransformersPromptDummyDataContainer",
+    "TransformersTokenDummyDataContainer",
 )
 
 
@@ -194,12 +209,23 @@ def missing_pass_hint(name: str) -> str | None:
 
 def missing_model_type_hint(name: str) -> str | None:
     """What to say about input model type ``name`` when no installed distribution offers it."""
-    if name in REPOSITORY_MODEL_TYPES:
-        distribution, extra = REPOSITORY_MODEL_TYPES[name]
+    return _missing_type_hint("model type", name, REPOSITORY_MODEL_TYPES, MICROSOFT_OLIVE_ONLY_MODEL_TYPES)
+
+
+def missing_data_container_hint(name: str) -> str | None:
+    """What to say about data container type ``name`` when no installed distribution offers it."""
+    return _missing_type_hint("data container", name, REPOSITORY_DATA_CONTAINERS, MICROSOFT_OLIVE_ONLY_DATA_CONTAINERS)
+
+
+def _missing_type_hint(
+    kind: str, name: str, repository: dict[str, tuple[str, str | None]], olive_only: tuple[str, ...]
+) -> str | None:
+    if name in repository:
+        distribution, extra = repository[name]
         return (
-            f"model type '{name}' is offered by {distribution}, which is not installed; install it with: "
+            f"{kind} '{name}' is offered by {distribution}, which is not installed; install it with: "
             f"{install_line(distribution, extra)}"
         )
-    if name in MICROSOFT_OLIVE_ONLY_MODEL_TYPES:
-        return f"model type '{name}' is a Microsoft Olive model type that no distribution here provides"
+    if name in olive_only:
+        return f"{kind} '{name}' is a Microsoft Olive {kind} that no distribution here provides"
     return None

@@ -14,14 +14,15 @@ case (Olive's model types do). Two distributions offering one name make it an er
 ``OLIVE_LOAD_PLUGINS`` / ``OLIVE_DISABLE_PLUGINS`` lists apply as for passes.
 
 A name no installed distribution offers is an error that says which distribution offers it (and the
-line that installs it) when the group knows, or plainly that none here does.
+line that installs it, from :mod:`olive.plugins.install_hints`) when the group knows, or plainly that none
+here does.
 """
 
 from __future__ import annotations
 
 import difflib
 import threading
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection
 from typing import Any
 
 import attrs
@@ -79,9 +80,10 @@ class NamedTypeRegistry:
     :param group: the entry-point group (``"olive.models"``).
     :param kind: what the classes are, for messages (``"model type"``).
     :param base: every class must derive from it (None: any class).
-    :param provided_elsewhere: type names this registry does not have but users may write, each mapped to
-        the distribution that offers them (None: no distribution here offers it); used for the error.
-    :param install_hints: distribution name -> the command that installs it.
+    :param known_elsewhere: type names users may write that no installed distribution may offer (those of
+        this repository's distributions and Microsoft Olive's); matched ignoring case.
+    :param missing_hint: what to say about one of ``known_elsewhere`` that nothing installed offers (which
+        distribution offers it and the install line; see :mod:`olive.plugins.install_hints`).
     :param error_type: the :class:`OliveError` subclass raised for a name nothing offers.
     :param entry_points: scan installed distributions (False: only what is registered in-process).
     :param policy: allow/block lists; read from the environment when None.
@@ -93,8 +95,8 @@ class NamedTypeRegistry:
         group: str,
         kind: str,
         base: type | None = None,
-        provided_elsewhere: Mapping[str, str | None] | None = None,
-        install_hints: Mapping[str, str] | None = None,
+        known_elsewhere: Collection[str] = (),
+        missing_hint: Callable[[str], str | None] | None = None,
         error_type: type[OliveError] = OliveError,
         entry_points: bool = True,
         policy: PluginPolicy | None = None,
@@ -103,8 +105,8 @@ class NamedTypeRegistry:
         self.group = group
         self.kind = kind
         self.base = base
-        self.provided_elsewhere = dict(provided_elsewhere or {})
-        self.install_hints = dict(install_hints or {})
+        self.known_elsewhere = tuple(known_elsewhere)
+        self.missing_hint = missing_hint
         self.error_type = error_type
         self.policy = policy if policy is not None else PluginPolicy.from_env()
         self._exempt = {normalize_name(name) for name in exempt}
@@ -185,26 +187,16 @@ class NamedTypeRegistry:
 
     def unknown_reason(self, name: str) -> str:
         """Why ``name`` cannot be used: which distribution offers it and how to install it, or that none does."""
-        known = {k.lower(): (k, v) for k, v in self.provided_elsewhere.items()}
         offered = ", ".join(self.names()) or "(none)"
-        if name.lower() in known:
-            spelled, distribution = known[name.lower()]
-            if distribution is None:
-                return (
-                    f"{self.kind} '{spelled}' is not available: no distribution of this project provides it; "
-                    f"available: {offered}"
-                )
-            hint = self.install_hints.get(distribution)
-            install = f" ({hint})" if hint else ""
-            return (
-                f"{self.kind} '{spelled}' is provided by the distribution {distribution}, which is not installed; "
-                f"install it{install}. Available now: {offered}"
-            )
+        known = {k.lower(): k for k in self.known_elsewhere}
+        hint = self.missing_hint(known[name.lower()]) if name.lower() in known and self.missing_hint else None
+        if hint:
+            return f"{hint}. Available now: {offered}"
         # Compared without case, as names are matched.
-        lowered = {n.lower(): n for n in [*self.names(), *self.provided_elsewhere]}
+        lowered = {n.lower(): n for n in [*self.names(), *self.known_elsewhere]}
         close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
-        hint = f" (did you mean '{lowered[close[0]]}'?)" if close else ""
-        return f"unknown {self.kind} '{name}'{hint}; available: {offered}"
+        suggestion = f" (did you mean '{lowered[close[0]]}'?)" if close else ""
+        return f"unknown {self.kind} '{name}'{suggestion}; available: {offered}"
 
     def load(self, entry: TypeEntry) -> type:
         """Import ``entry``'s class (once) and check it; raises :class:`PluginLoadError` on failure."""

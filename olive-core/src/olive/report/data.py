@@ -55,6 +55,9 @@ class ReportData:
     output_model: str | None = None
     olive_core_version: str | None = None
     goals: dict[str, str] = attrs.Factory(dict)
+    #: the node the metrics compared with (the input model, or the first pass's output when the input model
+    #: cannot be evaluated); None in files from runs without an evaluator or older runs
+    reference_model_id: str | None = None
     generated: str = attrs.Factory(lambda: datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
 
     # ---------------------------------------------------------------------------------------------
@@ -63,11 +66,34 @@ class ReportData:
         return {node["model_id"]: node for node in self.nodes}
 
     @property
-    def baseline(self) -> dict[str, Any] | None:
+    def input_node(self) -> dict[str, Any] | None:
         for node in self.nodes:
             if node.get("parent_model_id") is None:
                 return node
         return None
+
+    @property
+    def baseline(self) -> dict[str, Any] | None:
+        """What candidates are compared with: the reference model (see ``reference_model_id``), else the input."""
+        reference = self.by_id.get(self.reference_model_id) if self.reference_model_id else None
+        return reference if reference is not None else self.input_node
+
+    @property
+    def reference_is_input(self) -> bool:
+        baseline = self.baseline
+        return baseline is None or baseline.get("parent_model_id") is None
+
+    def input_model(self) -> dict[str, Any]:
+        """The input model's type, path and (Hugging Face models) task: the task written in the workflow, else the
+        one the conversion of the input model resolved (its check records it)."""
+        node = self.input_node or {}
+        model_json = node.get("model_json") or {}
+        task = (model_json.get("config") or {}).get("task")
+        for converted in self.nodes:
+            check = conversion_check(converted) if converted.get("parent_model_id") == node.get("model_id") else None
+            if task is None and check is not None and isinstance(check.get("input"), Mapping):
+                task = check["input"].get("task")
+        return {"type": model_json.get("type"), "model_path": node.get("model_path"), "task": task}
 
     @property
     def best(self) -> dict[str, Any] | None:
@@ -203,6 +229,7 @@ def report_data_from_footprint(
         output_model=output_model,
         olive_core_version=olive_core_version,
         goals=dict(goals or {}),
+        reference_model_id=footprint.get("reference_model_id"),
     )
 
 
@@ -239,10 +266,18 @@ def report_data_from_output(output: Any, goals: Mapping[str, str] | None = None)
         "objectives": output.objectives,
         "best_model_id": best.model_id if best is not None else None,
         "reason": output.reason,
+        "reference_model_id": getattr(output, "reference_model_id", None),
         "nodes": [node.to_json() for node in output.footprint],
     }
     path = output.output_model_path
     return report_data_from_footprint(footprint, str(path) if path else None, _core_version(), goals)
+
+
+def conversion_check(node: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The check a conversion pass recorded on its output (``model_attributes["conversion_check"]``), if any."""
+    config = (node.get("model_json") or {}).get("config") or {}
+    check = (config.get("model_attributes") or {}).get("conversion_check")
+    return dict(check) if isinstance(check, Mapping) else None
 
 
 def _core_version() -> str:

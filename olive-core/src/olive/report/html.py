@@ -1,9 +1,10 @@
 """``report.html``: one self-contained page per output folder.
 
 It holds a Pareto chart of the first two objectives (inline SVG), a table of every candidate with its pass
-chain, searched values, config and metrics, the input model as the baseline row, every pass run, and the
-distributions (with versions) whose passes ran. No script and nothing loaded from outside the file; every
-string that came from a config, a model path or an error message is escaped.
+chain, searched values, config and metrics, the input model (its type, and a Hugging Face model's task) and
+the model the metrics compared with as the baseline row, every pass run (with a conversion's check against
+its input), and the distributions (with versions) whose passes ran. No script and nothing loaded from outside
+the file; every string that came from a config, a model path or an error message is escaped.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from olive.report.chart import Point, scatter_svg
 from olive.report.data import (
     ReportData,
+    conversion_check,
     goals_of,
     load_report_data,
     report_data_from_footprint,
@@ -141,6 +143,43 @@ def _comparison(data: ReportData) -> str:
     return "<ul>" + "".join(items) + "</ul>" if items else ""
 
 
+def check_summary(check: Mapping[str, Any]) -> str:
+    """One line of a conversion's check against its input model."""
+    parts = []
+    for key, label in (("max_abs_diff", "max abs diff"), ("cosine_min", "cosine min"), ("cosine_mean", "mean")):
+        value = check.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            parts.append(f"{label} {value:.3g}" if key == "max_abs_diff" else f"{label} {value:.6f}")
+    text = ", ".join(parts) or "no numbers"
+    if check.get("source"):
+        text += f" on {check['source']}"
+    if check.get("passed") is False:
+        text += " (failed)"
+    return text
+
+
+def _input_section(data: ReportData) -> str:
+    model = data.input_model()
+    if model["type"] is None:
+        return ""
+    text = f"<strong>{_e(model['type'])}</strong>"
+    if model["model_path"]:
+        text += f" <code>{_e(model['model_path'])}</code>"
+    if model["task"]:
+        text += f", task <code>{_e(model['task'])}</code>"
+    base = data.baseline
+    if base is not None and not data.reference_is_input:
+        text += (
+            f". onnxruntime cannot run it, so every metric (agreement, <code>ratio_*</code> latency, goals relative "
+            f"to the input model) compares with <code>{_e(base['model_id'])}</code>, the output of pass "
+            f"<code>{_e(base.get('pass_key'))}</code> ({_e(base.get('pass_name'))})"
+        )
+        check = conversion_check(base)
+        if check is not None:
+            text += f", which was checked against the input model: {_e(check_summary(check))}"
+    return f"<p>{text}.</p>"
+
+
 def _summary(data: ReportData) -> str:
     best = data.best
     if best is None:
@@ -195,7 +234,7 @@ def _chart(data: ReportData) -> str:
             base["model_id"],
             metric_value(base, x_key) / x_div,
             metric_value(base, y_key) / y_div,
-            _tooltip(data, base, x_key, y_key, "input model (baseline)"),
+            _tooltip(data, base, x_key, y_key, _baseline_name(data)),
         )
     x_label = f"{x_key}, {x_unit}" if x_unit else x_key
     y_label = f"{y_key}, {y_unit}" if y_unit else y_key
@@ -209,6 +248,10 @@ def _chart(data: ReportData) -> str:
         "<span>dashed line: front of the two plotted objectives</span></p>"
     )
     return svg + legend
+
+
+def _baseline_name(data: ReportData) -> str:
+    return "input model (baseline)" if data.reference_is_input else "reference model (baseline)"
 
 
 def _tooltip(data: ReportData, node: Mapping[str, Any], x_key: str, y_key: str, title: str | None = None) -> str:
@@ -257,7 +300,7 @@ def _candidate_table(data: ReportData) -> str:
     rows_nodes: list[tuple[str, Mapping[str, Any]]] = []
     if base is not None:
         rows_nodes.append(("baseline", base))
-    rows_nodes += [("candidate", n) for n in data.candidates()]
+    rows_nodes += [("candidate", n) for n in data.candidates() if base is None or n["model_id"] != base["model_id"]]
     rows_nodes += [("problem", n) for n in data.problem_nodes()]
     for kind, node in rows_nodes:
         chosen = node["model_id"] == data.best_model_id
@@ -266,7 +309,9 @@ def _candidate_table(data: ReportData) -> str:
         cells = [
             "★" if chosen else "",
             f"<code>{_e(node['model_id'])}</code>",
-            "input (baseline)" if kind == "baseline" else f'<span class="status-{_e(status)}">{_e(status)}</span>',
+            (("input" if data.reference_is_input else "reference") + " (baseline)")
+            if kind == "baseline"
+            else f'<span class="status-{_e(status)}">{_e(status)}</span>',
             _chain_cell(data, node),
         ]
         cells += [f'<td class="num">{_e(format_metric(k, metric_value(node, k)))}</td>' for k in keys]
@@ -300,8 +345,10 @@ def _runs_table(data: ReportData) -> str:
         ]
         rendered = "".join(f"<td>{c}</td>" for c in cells)
         rendered += f'<td class="num">{_e(f"{run_s:.3f}" if isinstance(run_s, int | float) else "-")}</td>'
+        check = conversion_check(node)
+        rendered += f'<td class="check">{_e(check_summary(check)) if check is not None else ""}</td>'
         rows.append(f"<tr>{rendered}</tr>")
-    head = ["model", "parent", "pass key", "pass", "distribution", "status", "cached", "run s"]
+    head = ["model", "parent", "pass key", "pass", "distribution", "status", "cached", "run s", "checked against input"]
     header = "".join(f"<th>{_e(h)}</th>" for h in head)
     return f'<table class="runs"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
@@ -348,11 +395,13 @@ def render_report(data: ReportData) -> str:
             + (f". Goals: {_e(goals)}" if goals else "")
             + "</p>",
             _summary(data),
+            "<h2>Input model</h2>",
+            _input_section(data),
             "<h2>Objectives</h2>",
             _chart(data),
             "<h2>Candidates</h2>",
-            "<p>The input model is the baseline row; ★ marks the chosen model. ↑ higher is better, ↓ lower is "
-            "better. Hover a point in the chart for its values.</p>",
+            f"<p>The {'input' if data.reference_is_input else 'reference'} model is the baseline row; ★ marks the "
+            "chosen model. ↑ higher is better, ↓ lower is better. Hover a point in the chart for its values.</p>",
             _candidate_table(data),
             "<h2>Pass runs</h2>",
             _runs_table(data),

@@ -30,7 +30,8 @@ from olive.data.config import DataConfig
 from olive.evaluator.metric import Metric, parse_metrics
 from olive.exceptions import WorkflowConfigError, closest_match_hint
 from olive.hardware.constants import PROVIDER_DEVICE
-from olive.model.handler import ONNXModelHandler
+from olive.model.handler import OliveModelHandler
+from olive.model.types import handler_from_config
 from olive.paths import resolve_user_path
 
 logger = logging.getLogger(__name__)
@@ -65,15 +66,6 @@ TOP_LEVEL_KEYS = (
     "user_script",
     "script_dir",
     *ENGINE_KEYS,
-)
-INPUT_MODEL_FIELDS = (
-    "model_path",
-    "onnx_file_name",
-    "inference_settings",
-    "use_ort_extensions",
-    "external_initializers_file_name",
-    "constant_inputs_file_name",
-    "model_attributes",
 )
 PASS_RESERVED_KEYS = ("type", "config", "user_script", "script_dir", "disable_search")
 SAMPLERS = ("sequential", "random", "tpe")
@@ -114,14 +106,24 @@ SEARCH_KEYS = (
 # --------------------------------------------------------------------------------------------------
 @attrs.frozen
 class InputModelConfig:
-    type: str
-    config: dict[str, Any]
+    """The workflow's input model: the handler its model type built from the fields (see
+    :mod:`olive.model.types`), checked and with absolute paths."""
 
-    def create_handler(self) -> ONNXModelHandler:
-        return ONNXModelHandler(**self.config)
+    handler: OliveModelHandler = attrs.field(eq=False)
+
+    @property
+    def type(self) -> str:
+        return self.handler.model_type
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.handler.to_json()["config"]
+
+    def create_handler(self) -> OliveModelHandler:
+        return self.handler
 
     def to_json(self) -> dict[str, Any]:
-        return {"type": self.type, "config": self.config}
+        return self.handler.to_json()
 
 
 @attrs.frozen
@@ -347,39 +349,8 @@ class _Parser:
 
     # ----------------------------------------------------------------------------------------------
     def input_model(self, value: Any) -> InputModelConfig:
-        path = "input_model"
-        expect(value, dict, path, 'an object like {"type": "ONNXModel", "model_path": "model.onnx"}')
-        check_keys(value, ("type", "config", *INPUT_MODEL_FIELDS), path)
-        if "type" not in value:
-            raise config_error(f"{path}.type", 'missing; add "type": "ONNXModel"')
-        kind = expect(value["type"], str, f"{path}.type", "a string")
-        if kind.lower() not in ("onnxmodel", "onnx"):
-            raise config_error(
-                f"{path}.type", f"unknown model type '{kind}'; this version of Olive handles 'ONNXModel'"
-            )
-        fields = {k: v for k, v in value.items() if k not in ("type", "config")}
-        if "config" in value:
-            nested = expect(value["config"], dict, f"{path}.config", "an object")
-            check_keys(nested, INPUT_MODEL_FIELDS, f"{path}.config")
-            for key in nested:
-                if key in fields:
-                    raise config_error(f"{path}.config.{key}", f"also given directly under {path}; keep one")
-            fields.update(nested)
-            prefix = f"{path}.config"
-        else:
-            prefix = path
-        if "model_path" not in fields:
-            raise config_error(f"{prefix}.model_path", "missing; give the .onnx file or the folder holding it")
-        fields["model_path"] = str(self.path_value(fields["model_path"], f"{prefix}.model_path", must_exist=True))
-        for key in ("onnx_file_name", "external_initializers_file_name", "constant_inputs_file_name"):
-            if key in fields and fields[key] is not None:
-                expect(fields[key], str, f"{prefix}.{key}", "a file name string")
-        for key in ("inference_settings", "model_attributes"):
-            if key in fields and fields[key] is not None:
-                expect(fields[key], dict, f"{prefix}.{key}", "an object")
-        if "use_ort_extensions" in fields:
-            expect(fields["use_ort_extensions"], bool, f"{prefix}.use_ort_extensions", "true or false")
-        return InputModelConfig(type="ONNXModel", config=fields)
+        # The type names a handler class in the olive.models entry-point group; the class checks its own fields.
+        return InputModelConfig(handler_from_config(value, "input_model", self.base_dir))
 
     def systems(self, value: Any) -> dict[str, SystemConfig]:
         expect(value, dict, "systems", "an object mapping system names to systems")

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from olive.cache.store import CacheStore
+from olive.data.config import DataConfig
+from olive.data.containers import bind_input_model
 from olive.engine.engine import Engine
 from olive.engine.evaluation import ModelEvaluator, check_evaluator
 from olive.engine.executors import RAY_MISSING
@@ -26,7 +28,8 @@ from olive.exceptions import (
     closest_match_hint,
 )
 from olive.hardware.accelerator import AcceleratorSpec, filter_execution_providers
-from olive.logs import OnceFilter, once_per_message
+from olive.logs import OnceFilter, olive_logs, once_per_message
+from olive.model.handler import ONNXModelHandler
 from olive.paths import system_folder_reason
 from olive.search.samplers import BUILTIN_SAMPLERS, available_samplers
 from olive.workflows.config import load_workflow_config
@@ -100,17 +103,40 @@ def _check_folder(path: Path, key: str) -> None:
 
 
 def _check_input_model(workflow: WorkflowConfig) -> None:
-    """A model file that is not ONNX is a config problem, found before the cache or any output is made."""
+    """The model type's own check (files there and of the right kind), before the cache or any output is made."""
+    model = workflow.input_model.create_handler()
     try:
-        model = workflow.input_model.create_handler()
         model.validate()
     except ModelLoadError as exc:
-        raise WorkflowConfigError(f"input_model: {exc}") from exc
+        raise WorkflowConfigError(exc.reason, owner=exc.owner or "input_model") from exc
+    if not isinstance(model, ONNXModelHandler):
+        return
     if (workflow.output_dir / "model.onnx").resolve() == Path(model.model_path).resolve():
         raise WorkflowConfigError(
             f"output_dir: '{workflow.output_dir}' holds the input model as model.onnx, which the best model would "
             "replace; choose another output_dir"
         )
+
+
+def _bind_data_configs(workflow: WorkflowConfig) -> WorkflowConfig:
+    """Every data config, the workflow's and those written inside a pass, with what its container takes from the
+    input model filled in where the config leaves it out (a text container's tokenizer: the model's folder)."""
+    model_path = workflow.input_model.create_handler().model_path
+    if model_path is None:
+        return workflow
+    bound = {name: bind_input_model(config, model_path) for name, config in workflow.data_configs.items()}
+    passes = {}
+    for key, specs in workflow.passes.items():
+        passes[key] = []
+        for spec in specs:
+            data = spec.params.get("data_config")
+            if isinstance(data, DataConfig):
+                # A named config is the same object as the workflow's: keep it one object once bound.
+                same = bound.get(data.name) if workflow.data_configs.get(data.name) is data else None
+                data = same or bind_input_model(data, model_path)
+                spec = attrs.evolve(spec, params={**spec.params, "data_config": data})
+            passes[key].append(spec)
+    return attrs.evolve(workflow, data_configs=bound, passes=passes)
 
 
 def strategy_executor(workflow: WorkflowConfig) -> str:
@@ -121,7 +147,7 @@ def strategy_executor(workflow: WorkflowConfig) -> str:
 
 def prepare(config_or_path: Any, **overrides: Any) -> PreparedWorkflow:
     """Validate the workflow and resolve every pass config; raises before anything runs."""
-    workflow = load_workflow_config(config_or_path, **overrides)
+    workflow = _bind_data_configs(load_workflow_config(config_or_path, **overrides))
     reason = system_folder_reason(workflow.cache_dir)
     if reason is not None:
         raise WorkflowConfigError(
@@ -172,11 +198,13 @@ def run(
 def execute(prepared: PreparedWorkflow, show_progress: bool = False) -> WorkflowOutput:
     """Run a prepared workflow and write its outputs (``olive run`` prepares first, to report config errors)."""
     workflow = prepared.workflow
-    olive_logger = logging.getLogger("olive")
-    saved_level = olive_logger.level
-    # --verbose (DEBUG) wins over the workflow's level.
-    if olive_logger.level != logging.DEBUG:
-        olive_logger.setLevel(_LEVELS.get(workflow.log_severity_level, logging.INFO))
+    # The workflow's level for Olive's loggers and its plugins'; --verbose (DEBUG) wins.
+    with olive_logs(_LEVELS.get(workflow.log_severity_level, logging.INFO), keep_debug=True):
+        return _execute(prepared, show_progress)
+
+
+def _execute(prepared: PreparedWorkflow, show_progress: bool) -> WorkflowOutput:
+    workflow = prepared.workflow
     cache = CacheStore(workflow.cache_dir)
     if workflow.clean_cache and cache.is_cache():
         try:
@@ -224,7 +252,5 @@ def execute(prepared: PreparedWorkflow, show_progress: bool = False) -> Workflow
     except BaseException as exc:
         fire("olive_workflow_end", workflow=workflow, output=output, error=exc)
         raise
-    finally:
-        olive_logger.setLevel(saved_level)
     fire("olive_workflow_end", workflow=workflow, output=output, error=None)
     return output
