@@ -59,7 +59,14 @@ def _parse_config(text: str | None) -> dict:
     "model_path",
     required=True,
     type=click.Path(path_type=Path),
-    help="The input ONNX model (file or folder).",
+    help="The input model: an ONNX file or folder, or a Hugging Face model folder (config.json and weights; "
+    "needs olive-passes-torch).",
+)
+@click.option(
+    "--task",
+    default=None,
+    help="The task of a Hugging Face model folder (feature-extraction, text-classification...); default: the one "
+    "its config.json was saved for.",
 )
 @click.option(
     "-o",
@@ -82,6 +89,7 @@ def run_pass_command(
     pass_name: str,
     pass_config: str | None,
     model_path: Path,
+    task: str | None,
     output_dir: Path,
     device: str,
     execution_provider: str,
@@ -89,7 +97,7 @@ def run_pass_command(
 ) -> None:
     """Run one pass on a model with the given params (no search, no cache)."""
     try:
-        output = _run(pass_name, pass_config, model_path, output_dir, device, execution_provider)
+        output = _run(pass_name, pass_config, model_path, output_dir, device, execution_provider, task)
     except OliveError as exc:
         if verbose:
             import traceback
@@ -100,11 +108,18 @@ def run_pass_command(
     click.echo(f"{pass_name}: wrote {output.model_path}")
 
 
-def _run(pass_name: str, pass_config: str | None, model_path: Path, output_dir: Path, device: str, ep: str):
+def _run(
+    pass_name: str,
+    pass_config: str | None,
+    model_path: Path,
+    output_dir: Path,
+    device: str,
+    ep: str,
+    task: str | None = None,
+):
     # Loaded when the command runs, so `olive run-pass --help` stays instant.
     from olive.engine.output_writer import MODEL_FILE, claim_files, foreign_files, refuse_foreign
     from olive.hardware.accelerator import AcceleratorSpec, filter_execution_providers
-    from olive.model.handler import ONNXModelHandler
     from olive.paths import system_folder_reason
     from olive.plugins.registry import get_registry
 
@@ -117,11 +132,18 @@ def _run(pass_name: str, pass_config: str | None, model_path: Path, output_dir: 
         accelerator = AcceleratorSpec(device, filter_execution_providers([ep])[0])
     except ExecutionProviderError as exc:
         raise WorkflowConfigError(f"--execution-provider: {exc}") from exc
-    model = ONNXModelHandler(str(model_path.resolve()))
+    model = _input_model(model_path, task)
     try:
         model.validate()
     except ModelLoadError as exc:
-        raise WorkflowConfigError(f"--model: {exc}") from exc
+        raise WorkflowConfigError(f"--model: {exc.reason}") from exc
+    except WorkflowConfigError as exc:
+        raise WorkflowConfigError(exc.reason, owner=_OPTION_OF.get(exc.owner or "", "--model")) from exc
+    if model.model_type not in pass_class.accepts_model_types:
+        raise WorkflowConfigError(
+            f"--model: {pass_name} takes {' or '.join(pass_class.accepts_model_types)} models, and '{model_path}' "
+            f"is a {model.model_type}"
+        )
     resolved = pass_class.generate_config(accelerator, config, disable_search=True, pass_key=pass_name)
     output_dir = output_dir.expanduser().absolute()
     reason = system_folder_reason(output_dir)
@@ -144,6 +166,8 @@ def _run(pass_name: str, pass_config: str | None, model_path: Path, output_dir: 
         try:
             result = instance.run(model, str(staging))
         except BaseException as exc:
+            if isinstance(exc, OliveError) and exc.owner in _OPTION_OF:
+                raise type(exc)(exc.reason, owner=_OPTION_OF[exc.owner]) from exc
             if isinstance(exc, OliveError) or not isinstance(exc, Exception):
                 raise
             raise PassRunError(f"pass {pass_name} failed: {type(exc).__name__}: {exc}") from exc
@@ -158,6 +182,28 @@ def _run(pass_name: str, pass_config: str | None, model_path: Path, output_dir: 
         shutil.rmtree(staging, ignore_errors=True)
         if created and not any(output_dir.iterdir()):
             output_dir.rmdir()
+
+
+# Owners of the model fields' errors -> the option that gave the field.
+_OPTION_OF = {"--model.type": "--model", "--model.model_path": "--model", "--model.task": "--task"}
+
+
+def _input_model(model_path: Path, task: str | None) -> OliveModelHandler:
+    """An ONNX model, or (a folder with a config.json and no .onnx file, or ``--task`` given) a Hugging Face one."""
+    from olive.model.handler import ONNXModelHandler
+    from olive.model.types import handler_from_config
+
+    path = model_path.resolve()
+    hugging_face = task is not None or (
+        path.is_dir() and (path / "config.json").is_file() and not any(path.glob("*.onnx"))
+    )
+    if not hugging_face:
+        return ONNXModelHandler(str(path))
+    fields = {"type": "HfModel", "model_path": str(path), **({"task": task} if task is not None else {})}
+    try:
+        return handler_from_config(fields, "--model", Path.cwd())
+    except WorkflowConfigError as exc:
+        raise WorkflowConfigError(exc.reason, owner=_OPTION_OF.get(exc.owner or "", "--model")) from exc
 
 
 def _moved(model: OliveModelHandler, staging: Path, output_dir: Path) -> OliveModelHandler:
