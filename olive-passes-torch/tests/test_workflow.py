@@ -346,6 +346,15 @@ def test_a_model_loader_that_raises_exits_1_and_nothing_is_cached(tmp_path):
         olive.run(config)
 
 
+def test_a_model_script_that_fails_to_import_exits_2_before_anything_is_cached(tmp_path):
+    workflow = _loader_workflow(tmp_path, "load")
+    (tmp_path / "script.py").write_text("raise ImportError('no module named secret_layers')\n")
+    result = _olive_run(_write(tmp_path / "wf.json", workflow), "--dry-run")
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("Error: input_model.model_script: ") and "secret_layers" in result.stderr
+    assert not (tmp_path / "cache").exists()
+
+
 def test_the_cli_shows_the_conversions_own_log(bert_dir, tmp_path):
     result = _olive_run(_write(tmp_path / "wf.json", _workflow(tmp_path, bert_dir)))
     assert result.exit_code == 0, result.output
