@@ -395,3 +395,18 @@ def test_run_pass_converts_a_hugging_face_folder(bert_classifier_dir, tmp_path):
     assert (
         "--model: OnnxDynamicQuantization takes ONNXModel models" in result.stderr and "is a HfModel" in result.stderr
     )
+
+
+def test_data_configs_everywhere_take_the_input_models_tokenizer(bert_dir, tmp_path):
+    import pickle
+
+    workflow = _workflow(tmp_path, bert_dir)
+    inline = {"type": "TextDataContainer", "load_dataset_config": {"data_path": str(_sentences(tmp_path))}}
+    workflow["passes"]["convert"]["data_config"] = inline
+    prepared = prepare(workflow).workflow
+    named = prepared.data_configs["sentences"].pre_process_data_config.params
+    in_pass = prepared.passes["convert"][0].params["data_config"].pre_process_data_config.params
+    assert named["tokenizer"] == in_pass["tokenizer"] == str(bert_dir)
+    # The validated workflow travels to spawned workers without transformers' config object.
+    handler = pickle.loads(pickle.dumps(prepared)).input_model.create_handler()
+    assert "hf_config" not in vars(handler) and handler.resolved_task == "feature-extraction"

@@ -29,6 +29,12 @@ that implements:
 - ``size_on_disk`` (property): bytes the model takes on disk.
 - ``model_path`` (property): where the model lives (a file or a folder).
 
+A workflow's ``input_model`` is built by :func:`handler_from_config`. A type no installed distribution offers
+is a config error saying which distribution offers it and the line that installs it
+(:mod:`olive.plugins.install_hints`). The first pass of the workflow must list the type in its
+``accepts_model_types``; when the type is not ONNX, the engine evaluates nothing on the input model itself and
+compares every model with the first pass's output instead (see :class:`olive.engine.engine.Engine`).
+
 What a pass needs beyond that is between the pass and the model type: ``OnnxConversion`` calls
 ``load_model()`` (a ``torch.nn.Module``), ``io_config`` and ``export_module()`` on the torch model types.
 """
