@@ -277,5 +277,7 @@ def _plugin_status(adapter: ExecutionProviderAdapter, requirement: str) -> Provi
     status.devices = [adapter.describe_device(d) for d in devices]
     if not devices:
         status.status = "no device"
-        status.error = "the library loaded but found no device it can run on here"
+        status.error = "the library loaded but found no device it can run on here" + (
+            f"; it {adapter.needs}" if adapter.needs else ""
+        )
     return status
