@@ -18,8 +18,8 @@ from olive.cache.store import CacheStore, hash_model
 from olive.engine.choice import choose_best, rank
 from olive.engine.executors import TrialExecutor, create_executor
 from olive.engine.footprint import INPUT_MODEL_ID, Footprint, FootprintNode
-from olive.engine.keys import digest
 from olive.engine.hooks import fire
+from olive.engine.keys import digest
 from olive.engine.limits import SearchLimits
 from olive.engine.output import WorkflowOutput
 from olive.engine.progress import SearchProgress

@@ -23,10 +23,13 @@ class FootprintNode:
 
     ``status`` is ``"ok"``, ``"failed"`` (``error`` says why) or ``"pruned"`` (``validate_config`` said no).
     ``timings`` holds seconds: ``run`` (0 for a cache hit), ``evaluate``; ``cached`` says whether the pass
-    run came from the cache. ``target`` says where an evaluated model ran (provider, device, options); with
-    several targets, the model of a pass run is evaluated on each through a node of its own (``target_of``
-    names the pass run's node, and ``model_json`` carries the target's ``inference_settings``). When latency or throughput was measured it also holds ``measured_on`` (the
+    run came from the cache. When latency or throughput was measured it also holds ``measured_on`` (the
     host name) and ``measured_alone`` (True when no other trial worked on that host meanwhile).
+
+    ``target`` says where an evaluated model ran (provider, device, options, and for a plugin provider the
+    nodes it left to another). With several targets, the model of a pass run is evaluated on each through a
+    node of its own: ``target_of`` names the pass run's node, and ``model_json`` carries the target's
+    ``inference_settings``.
     """
 
     model_id: str

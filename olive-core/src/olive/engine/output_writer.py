@@ -25,6 +25,7 @@ import olive
 from olive.exceptions import OliveError, WorkflowConfigError
 from olive.execution_providers.deployment import deployment_lines
 from olive.execution_providers.registry import adapter_for
+from olive.measure.sessions import PROVIDER_KEYS
 from olive.model.handler import ONNXModelHandler
 from olive.paths import UnsafeName, inside, system_folder_reason
 from olive.report import write_report
@@ -37,8 +38,6 @@ if TYPE_CHECKING:
 OutputWriter = Callable[["WorkflowOutput", "WorkflowConfig", Path], None]
 _WRITERS: list[OutputWriter] = []
 
-# The inference_settings keys that choose where a model runs (replaced by the chosen target's).
-_PROVIDER_KEYS = ("execution_provider", "execution_providers", "provider_options", "device")
 MANIFEST = ".olive-output.json"
 MODEL_FILE = "model.onnx"
 # What every run may write; checked against the folder before the run starts.
@@ -190,7 +189,7 @@ def write_outputs(output: WorkflowOutput, workflow: WorkflowConfig) -> Path:
         target = best.target or {}
         if target.get("inference_settings") and target["execution_provider"] != "CPUExecutionProvider":
             # The model runs where it was chosen: the target's provider, options and device load it again.
-            kept = {k: v for k, v in (config.get("inference_settings") or {}).items() if k not in _PROVIDER_KEYS}
+            kept = {k: v for k, v in (config.get("inference_settings") or {}).items() if k not in PROVIDER_KEYS}
             config["inference_settings"] = {**kept, **target["inference_settings"]}
         _write_json(
             output_dir / "model_config.json",

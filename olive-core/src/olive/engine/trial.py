@@ -29,7 +29,7 @@ from olive.engine.evaluation import ModelEvaluator
 from olive.engine.keys import ScriptHashes, run_key
 from olive.engine.results import Status, StepResult, StepStarted, TrialEvent
 from olive.exceptions import PassConfigError, PassRunError
-from olive.execution_providers.targets import model_on_target, target_index
+from olive.execution_providers.targets import DEFAULT_TARGET, model_on_target, target_index
 from olive.model.handler import OliveModelHandler
 from olive.model.types import model_from_json
 
@@ -164,7 +164,8 @@ class TrialWorker:
                 return
             model, model_hash = model_from_record(step.record), step.record["output_hash"]
         if request.evaluate and self.evaluator is not None:
-            if len(self.context.targets) > 1:
+            if len(self.context.targets) > 1 or target.cache_key() != DEFAULT_TARGET.cache_key():
+                # The target decides where the model runs (a pass may have pinned another provider).
                 model = model_on_target(model, target)
             yield self.evaluator.evaluate(model, model_hash, self.input_model, self.context.input_hash)
 

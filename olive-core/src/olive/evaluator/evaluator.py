@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# Settings that choose where a session runs; a model or metric naming a provider keeps its own choice.
+# A model or metric naming a provider keeps its own choice over the evaluator's default target.
 _PROVIDER_KEYS = ("execution_provider", "execution_providers")
 
 
@@ -220,7 +220,9 @@ class _Run:
             }
             if "nodes_not_taken" in described:
                 # Nodes the target provider left to another (the CPU): the candidate does not run where asked.
-                info.update({k: described[k] for k in ("nodes_by_provider", "nodes_not_taken", "nodes_not_taken_count")})
+                info.update(
+                    {k: described[k] for k in ("nodes_by_provider", "nodes_not_taken", "nodes_not_taken_count")}
+                )
             self._sessions[key] = (session, info)
         return self._sessions[key]
 

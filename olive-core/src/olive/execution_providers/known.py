@@ -25,7 +25,10 @@ def _reshape_problem(value: str) -> str | None:
     parts = re.split(r",(?![^\[]*\])", value)
     if all(_RESHAPE.match(part) for part in parts):
         return None
-    return 'input shapes written "name[d0,d1,...]", several separated by commas (e.g. "input_ids[1,128],attention_mask[1,128]")'
+    return (
+        'input shapes written "name[d0,d1,...]", several separated by commas '
+        '(e.g. "input_ids[1,128],attention_mask[1,128]")'
+    )
 
 
 def _streams_problem(value: str) -> str | None:

@@ -232,9 +232,7 @@ def list_providers() -> list[ProviderStatus]:
         try:
             adapter = registry.load(entry)()
         except PluginLoadError as exc:
-            statuses.append(
-                ProviderStatus(entry.name, "plugin", "failed", adapter=entry.requirement, error=exc.reason)
-            )
+            statuses.append(ProviderStatus(entry.name, "plugin", "failed", adapter=entry.requirement, error=exc.reason))
             plugin_names.add(entry.name)
             continue
         statuses.append(_plugin_status(adapter, entry.requirement))

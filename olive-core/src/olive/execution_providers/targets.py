@@ -31,7 +31,7 @@ from olive.execution_providers.adapter import ExecutionProviderAdapter
 from olive.execution_providers.registry import adapter_for, select_device
 from olive.hardware.accelerator import AcceleratorSpec, filter_execution_providers
 from olive.hardware.constants import ExecutionProvider
-from olive.measure.sessions import create_session
+from olive.measure.sessions import create_session, settings_on_target
 from olive.model.types import model_from_json
 from olive.search.search_parameter import Categorical, SearchParameter
 
@@ -46,8 +46,6 @@ DEFAULT_TARGET = AcceleratorSpec("cpu", ExecutionProvider.CPUExecutionProvider)
 SEARCHABLE = "SEARCHABLE_VALUES"
 #: the search space (and search point) entry that picks the target, beside the passes' keys
 TARGET_KEY = "@target"
-# Settings that choose where a session runs: a target replaces them, the rest of a model's settings stay.
-_PROVIDER_KEYS = ("execution_provider", "execution_providers", "provider_options", "device")
 
 
 def target_index(point: Mapping[str, Any]) -> int:
@@ -55,18 +53,11 @@ def target_index(point: Mapping[str, Any]) -> int:
     return int((point.get(TARGET_KEY) or {}).get("target", 0))
 
 
-def target_settings(model_settings: Mapping[str, Any] | None, target: AcceleratorSpec) -> dict[str, Any]:
-    """A model's ``inference_settings`` on ``target``: the target's provider, options and device, the model's
-    other settings (session options from tuning, say)."""
-    kept = {k: v for k, v in (model_settings or {}).items() if k not in _PROVIDER_KEYS}
-    return {**kept, **target.inference_settings()}
-
-
 def model_on_target(model: Any, target: AcceleratorSpec) -> Any:
     """The same model (another handler of the same files) whose sessions run on ``target``."""
     data = model.to_json()
     config = dict(data.get("config") or {})
-    config["inference_settings"] = target_settings(config.get("inference_settings"), target)
+    config["inference_settings"] = settings_on_target(config.get("inference_settings"), target)
     return model_from_json({**data, "config": config})
 
 

@@ -130,26 +130,33 @@ def create_session(
     execution_providers: Sequence[Any] | str | None = None,
     what: str | None = None,
     where: str = "inference_settings",
+    disabled_optimizers: Sequence[str] | None = None,
 ) -> onnxruntime.InferenceSession:
     """A real onnxruntime session for an ``.onnx`` file (or a serialized model) with ``inference_settings``.
 
     :param execution_providers: used instead of the settings' providers when given.
     :param what: how a load failure names the model (default: its path).
     :param where: how errors in the settings name them.
+    :param disabled_optimizers: onnxruntime graph optimizers to skip (``InferenceSession``'s own argument).
     :raises ModelLoadError: a bad setting (named), or onnxruntime refusing the model.
     """
     import onnxruntime as ort
 
     setup = session_setup(inference_settings, execution_providers, where)
     source = model if isinstance(model, bytes) else str(model)
+    extra: dict[str, Any] = {"disabled_optimizers": list(disabled_optimizers)} if disabled_optimizers else {}
     try:
         if setup.plugin:
             # A plugin's compile errors go to onnxruntime's log as well; the error raised here says it once.
             with quiet_onnxruntime():
-                session = ort.InferenceSession(source, sess_options=setup.options)
+                session = ort.InferenceSession(source, sess_options=setup.options, **extra)
         else:
             session = ort.InferenceSession(
-                source, sess_options=setup.options, providers=setup.providers, provider_options=setup.provider_options
+                source,
+                sess_options=setup.options,
+                providers=setup.providers,
+                provider_options=setup.provider_options,
+                **extra,
             )
     except Exception as exc:
         label = what or (f"a serialized model ({len(model)} bytes)" if isinstance(model, bytes) else f"'{model}'")
@@ -165,6 +172,18 @@ def create_session(
                 owner=f"{where}.tuning_op_result",
             ) from exc
     return session
+
+
+# Settings that choose where a session runs: a target replaces them, the rest of a model's settings stay.
+PROVIDER_KEYS = ("execution_provider", "execution_providers", "provider_options", "device")
+
+
+def settings_on_target(settings: Mapping[str, Any] | None, target: Any) -> dict[str, Any]:
+    """``settings`` moved to ``target`` (an :class:`~olive.hardware.AcceleratorSpec`): the target's provider,
+    options and device, the rest of ``settings`` (session options, say) kept. Passes that measure a model
+    (accuracy guards, sensitivity, session tuning) score it where it will run this way."""
+    kept = {k: v for k, v in (settings or {}).items() if k not in PROVIDER_KEYS}
+    return {**kept, **target.inference_settings()}
 
 
 def describe_session(session: onnxruntime.InferenceSession) -> dict[str, Any]:

@@ -234,7 +234,9 @@ def load_report_data(output_dir: str | Path, goals: Mapping[str, str] | None = N
     output_model = None
     if footprint.get("best_model_id") and (output_dir / "model.onnx").is_file():
         output_model = str((output_dir / "model.onnx").resolve())
-    deploy = (model_config.get("target") or {}).get("deploy") if isinstance(model_config.get("target"), Mapping) else None
+    deploy = (
+        (model_config.get("target") or {}).get("deploy") if isinstance(model_config.get("target"), Mapping) else None
+    )
     return report_data_from_footprint(
         footprint, output_model, model_config.get("olive_core_version") or _core_version(), goals, deploy
     )

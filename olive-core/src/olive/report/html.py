@@ -149,7 +149,7 @@ def _summary(data: ReportData) -> str:
     steps = " → ".join(f"{s.pass_key} ({s.pass_name})" for s in data.chain(best))
     where = f"<br>Written to <code>{_e(data.output_model)}</code>" if data.output_model else ""
     label = (best.get("target") or {}).get("label")
-    on = f", on {label}" if label and len(data.targets()) > 1 or label and not label.startswith("cpu-cpu") else ""
+    on = f", on {label}" if (label and len(data.targets()) > 1) or (label and not label.startswith("cpu-cpu")) else ""
     deploy = ""
     if data.deploy:
         deploy = "<br>Run it with onnxruntime alone:<pre>" + _e("\n".join(data.deploy)) + "</pre>"

@@ -439,7 +439,7 @@ class _Parser:
             if isinstance(ep, list) and len(ep) == 2 and isinstance(ep[0], str):
                 ep, given = ep
                 options[ep] = dict(expect(given, dict, f"{where}[1]", "an object of provider options"))
-            expect(ep, str, where, 'an execution provider name, or [name, {options}]')
+            expect(ep, str, where, "an execution provider name, or [name, {options}]")
             if ep in names:
                 raise config_error(where, f"'{ep}' is listed twice; list each provider once")
             names.append(ep)
