@@ -173,8 +173,7 @@ def search(export_dir: Path, work_dir: Path, quick: bool) -> dict[str, object]:
                         "mask_input": MASK_NAME,
                         "trim_padding": True,
                         "sub_types": [
-                            {"name": key, "goal": {"type": "threshold", "value": value}}
-                            for key, value in GOALS.items()
+                            {"name": key, "goal": {"type": "threshold", "value": value}} for key, value in GOALS.items()
                         ],
                     },
                 ]
@@ -236,10 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     work_dir = args.work_dir or HERE / "minilm" / ".work" / ("quick-eps" if args.quick else "eps")
     work_dir.mkdir(parents=True, exist_ok=True)
-    if args.quick:
-        export_dir = make_quick_data(work_dir)
-    else:
-        export_dir = ensure_export(HERE / "minilm" / ".work", None)
+    export_dir = make_quick_data(work_dir) if args.quick else ensure_export(HERE / "minilm" / ".work", None)
     runs = args.runs or (5 if args.quick else 100)
     from olive.execution_providers.registry import list_providers
 
