@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from olive.exceptions import ExecutionProviderError, ModelLoadError, PassRunError
+from olive.execution_providers.registry import adapter_for
+from olive.measure import create_session
 
 if TYPE_CHECKING:
     import onnx
@@ -92,19 +94,16 @@ def carry_over(
 
 def check_loads(model: ONNXModelHandler, providers: list[str] | None = None) -> None:
     """Raise :class:`ModelLoadError` naming the file unless onnxruntime can build a session for ``model``."""
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
     # Loading is the check; optimizing here would only cost time.
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    settings = {
+        "execution_provider": providers or ["CPUExecutionProvider"],
+        "session_options": {"graph_optimization_level": "ORT_DISABLE_ALL"},
+    }
     try:
-        ort.InferenceSession(model.model_path, sess_options=options, providers=providers or ["CPUExecutionProvider"])
-    except ModelLoadError:
-        raise
-    except Exception as exc:
+        create_session(model.model_path, settings)
+    except ModelLoadError as exc:
         raise ModelLoadError(
-            f"onnxruntime cannot load '{model.model_path}' ({type(exc).__name__}: {first_line(exc)}); "
-            "check that the file is a valid ONNX model for the installed onnxruntime"
+            f"{exc.reason}; check that the file is a valid ONNX model for the installed onnxruntime"
         ) from exc
 
 
@@ -125,9 +124,15 @@ def check_output_loads(source: ONNXModelHandler, result: ONNXModelHandler) -> No
 
 
 def session_providers(execution_provider: str, pass_name: str) -> list[str]:
-    """The providers for an offline-optimization session on ``execution_provider`` (with CPU fallback)."""
+    """The providers for an offline-optimization session on ``execution_provider`` (with CPU fallback).
+
+    A plugin provider (OpenVINO's, say) compiles the nodes it takes when a session starts: the graph written
+    offline is what onnxruntime's own optimizers make of it, on the CPU provider.
+    """
     import onnxruntime as ort
 
+    if adapter_for(execution_provider) is not None:
+        return ["CPUExecutionProvider"]
     available = ort.get_available_providers()
     if execution_provider not in available:
         raise ExecutionProviderError(
@@ -149,27 +154,29 @@ def ort_offline_optimize(
     transformer optimizer does, without the PyTorch import that its helper makes.
     """
     import onnx
-    import onnxruntime as ort
 
-    options = ort.SessionOptions()
-    options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
-    # Its warning that "all" graphs are hardware specific is handled: such outputs pin their provider.
-    options.log_severity_level = 3
     with tempfile.TemporaryDirectory(prefix="olive-ort-opt-") as tmp:
         optimized = Path(tmp) / "optimized.onnx"
-        options.optimized_model_filepath = str(optimized)
-        # Weights go beside the graph so models over protobuf's 2 GB limit can be written too.
-        options.add_session_config_entry("session.optimized_model_external_initializers_file_name", "optimized.data")
-        options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
-        kwargs: dict[str, Any] = {}
-        if disabled_optimizers:
-            kwargs["disabled_optimizers"] = list(disabled_optimizers)
+        session_options = {
+            "graph_optimization_level": level,
+            # Its warning that "all" graphs are hardware specific is handled: such outputs pin their provider.
+            "log_severity_level": 3,
+            "optimized_model_filepath": str(optimized),
+            # Weights go beside the graph so models over protobuf's 2 GB limit can be written too.
+            "extra_session_config": {
+                "session.optimized_model_external_initializers_file_name": "optimized.data",
+                "session.optimized_model_external_initializers_min_size_in_bytes": "1024",
+            },
+        }
         try:
-            ort.InferenceSession(model_path, sess_options=options, providers=providers, **kwargs)
-        except Exception as exc:
+            create_session(
+                model_path,
+                {"execution_provider": providers, "session_options": session_options},
+                disabled_optimizers=disabled_optimizers,
+            )
+        except ModelLoadError as exc:
             raise ModelLoadError(
-                f"onnxruntime cannot load '{model_path}' ({type(exc).__name__}: {first_line(exc)}); "
-                "check that the file is a valid ONNX model for the installed onnxruntime"
+                f"{exc.reason}; check that the file is a valid ONNX model for the installed onnxruntime"
             ) from exc
         if not optimized.is_file():
             raise PassRunError(f"onnxruntime did not write the optimized model for '{model_path}'")

@@ -6,7 +6,8 @@ import functools
 import logging
 from typing import TYPE_CHECKING
 
-from olive.exceptions import PassParamError, PassRunError
+from olive.exceptions import ModelLoadError, PassParamError, PassRunError
+from olive.measure import create_session
 from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
 from olive_passes_graph._common import carry_over, check_output_loads, first_line, output_guard
@@ -102,11 +103,9 @@ def _ir_table(onnx_module) -> dict[int, int]:
 def newest_supported_opset() -> int:
     """The newest ai.onnx opset that onnx's converter knows and the installed onnxruntime loads."""
     import onnx
-    import onnxruntime as ort
     from onnx import TensorProto, helper
 
-    options = ort.SessionOptions()
-    options.log_severity_level = 4
+    quiet = {"execution_provider": "CPUExecutionProvider", "session_options": {"log_severity_level": 4}}
     for opset in range(onnx.defs.onnx_opset_version(), 6, -1):
         graph = helper.make_graph(
             [helper.make_node("Identity", ["x"], ["y"])],
@@ -118,8 +117,8 @@ def newest_supported_opset() -> int:
             graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=_min_ir_version(opset, onnx)
         )
         try:
-            ort.InferenceSession(probe.SerializeToString(), sess_options=options, providers=["CPUExecutionProvider"])
-        except Exception:
+            create_session(probe.SerializeToString(), quiet, what=f"an opset {opset} probe")
+        except ModelLoadError:
             continue
         return opset
     return 7

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from olive.config_errors import param_in_range
 from olive.exceptions import OliveError, PassConfigError, PassParamError
+from olive.execution_providers.registry import adapter_for
 from olive.measure import FREE_DIM_SIZE, latency_summary, session_runner, synthetic_inputs, timed_runs
 from olive.passes import Pass, PassConfigParam
 from olive_passes_graph._common import carry_over, copy_model_files, graph_level_name, output_guard
@@ -156,7 +157,7 @@ class OrtSessionParamsTuning(Pass):
             }
             if config.extra_session_config:
                 session_options["extra_session_config"] = dict(config.extra_session_config)
-            settings = {"execution_provider": _with_cpu_fallback(provider), "session_options": session_options}
+            settings = self._settings(provider, session_options)
             row: dict[str, Any] = {"execution_provider": provider, "io_bind": io_bind, **session_options}
             row.pop("extra_session_config", None)
             try:
@@ -177,9 +178,9 @@ class OrtSessionParamsTuning(Pass):
             )
         # The median resists the odd slow run on a busy machine better than the mean.
         best = min(measured, key=lambda row: row["latency_ms_p50"])
-        best_settings = {
-            "execution_provider": _with_cpu_fallback(best["execution_provider"]),
-            "session_options": {
+        best_settings = self._settings(
+            best["execution_provider"],
+            {
                 key: best[key]
                 for key in (
                     "execution_mode",
@@ -188,7 +189,7 @@ class OrtSessionParamsTuning(Pass):
                     "inter_op_num_threads",
                 )
             },
-        }
+        )
         if config.extra_session_config:
             best_settings["session_options"]["extra_session_config"] = dict(config.extra_session_config)
         logger.info(
@@ -212,13 +213,24 @@ class OrtSessionParamsTuning(Pass):
         tuned.inference_settings = best_settings
         return tuned
 
+    def _settings(self, provider: str, session_options: dict[str, Any]) -> dict[str, Any]:
+        """Settings that time (and then run) the model on ``provider``: on the accelerator's own provider, with
+        its options and device (a plugin provider's session is made for its device by ``olive.measure``)."""
+        settings: dict[str, Any] = {"execution_provider": _with_cpu_fallback(provider)}
+        if provider == self.accelerator_spec.execution_provider:
+            settings = self.accelerator_spec.inference_settings()
+            if adapter_for(provider) is None:
+                settings["execution_provider"] = _with_cpu_fallback(provider)
+        return {**settings, "session_options": session_options}
+
     def _providers(self, config: BasePassConfig, owner: str) -> list[str]:
         import onnxruntime as ort
 
         requested = _as_list(config.providers_list) or [self.accelerator_spec.execution_provider]
         available = ort.get_available_providers()
-        kept = [p for p in dict.fromkeys(requested) if p in available]
-        missing = [p for p in requested if p not in available]
+        # A plugin provider's library is registered by the first session that needs it.
+        kept = [p for p in dict.fromkeys(requested) if p in available or adapter_for(p) is not None]
+        missing = [p for p in requested if p not in kept]
         if missing:
             logger.warning("%s: skipping execution providers the installed onnxruntime lacks: %s", owner, missing)
         if not config.force_evaluate_other_eps:

@@ -13,12 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from olive.exceptions import ModelLoadError, OliveError, PassConfigError
-from olive.measure import ModelRunError, OutputVectors, ReferenceOutputs, samples_at_real_length
+from olive.hardware.accelerator import DEFAULT_CPU_ACCELERATOR
+from olive.measure import ModelRunError, OutputVectors, ReferenceOutputs, samples_at_real_length, settings_on_target
 from olive_passes_quant._agreement import target_measures
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from olive.hardware.accelerator import AcceleratorSpec
     from olive.model.handler import ONNXModelHandler
 
 
@@ -43,14 +45,29 @@ def to_data_config(value: Any, owner: str, param: str = "data_config") -> Any:
 QUIET = {"session_options": {"log_severity_level": 3}}
 
 
+def scoring_settings(accelerator: AcceleratorSpec) -> dict[str, Any]:
+    """The settings variants are scored with: quiet sessions on the pass's target (provider, options, device),
+    so the agreement a guard keeps is the one the model has where it will run."""
+    return settings_on_target(QUIET, accelerator)
+
+
+def scores_on_target(accelerator: AcceleratorSpec) -> bool:
+    """Whether scoring on ``accelerator`` differs from scoring on the default CPU target (its cache key then
+    names the target)."""
+    return accelerator.cache_key() != DEFAULT_CPU_ACCELERATOR.cache_key()
+
+
 class EvalSet:
     """The batches variants are scored on, plus the float model's output vectors on them.
 
     :param reference: the float model's vectors on the batches, and how outputs become vectors.
+    :param settings: the sessions' ``inference_settings``: the pass's target (provider, options, device), so
+        variants are scored where the model will run.
     """
 
-    def __init__(self, reference: ReferenceOutputs):
+    def __init__(self, reference: ReferenceOutputs, settings: dict[str, Any] | None = None):
         self.reference = reference
+        self.settings = dict(settings or QUIET)
 
     @property
     def batches(self) -> list[dict[str, np.ndarray]]:
@@ -71,6 +88,7 @@ class EvalSet:
         owner: str,
         param: str = "data_config",
         trim_padding: bool = False,
+        settings: dict[str, Any] | None = None,
     ) -> EvalSet:
         """Read up to ``max_samples`` samples in batches of ``batch_size``, check them against ``model``'s inputs
         and run ``model`` on them.
@@ -100,7 +118,7 @@ class EvalSet:
             raise PassConfigError(f"{owner}: {param} ({config.where}) yields no samples; it needs at least one")
         try:
             reference = ReferenceOutputs.of_model(
-                model.model_path, batches, vectors, QUIET, what=f"the input model '{model.model_path}'"
+                model.model_path, batches, vectors, settings or QUIET, what=f"the input model '{model.model_path}'"
             )
         except ModelRunError as exc:
             raise PassConfigError(
@@ -111,11 +129,11 @@ class EvalSet:
         except OliveError as exc:
             # The outputs cannot be compared as configured (pooling, pooled_output_func).
             raise PassConfigError(exc.reason, owner=owner) from exc
-        return cls(reference)
+        return cls(reference, settings)
 
     def score(self, model: str | Path | bytes, what: str) -> dict[str, float]:
         """Agreement of a model (file path or serialized bytes) with the float model, on the measures targets name."""
-        return target_measures(self.reference.score(model, QUIET, what))
+        return target_measures(self.reference.score(model, self.settings, what))
 
 
 def rebatch(batches: list[dict[str, Any]], batch_size: int) -> list[dict[str, Any]]:

@@ -54,6 +54,7 @@ from olive_passes_quant._guard_config import (
     sample_params,
     sensitivity_params,
 )
+from olive_passes_quant._guard_data import scores_on_target, scoring_settings
 from olive_passes_quant._types import OnTargetMissed
 from olive_passes_quant.sensitivity import (
     ATTRIBUTE as SENSITIVITY_ATTRIBUTE,
@@ -83,6 +84,11 @@ class AccuracyTargetNotMetError(OliveError):
 
 class OnnxAccuracyGuardedQuantization(Pass):
     """Int8 quantization that keeps the most sensitive nodes in float until an output-agreement target is met."""
+
+    @classmethod
+    def is_accelerator_agnostic(cls, accelerator_spec: AcceleratorSpec) -> bool:
+        # Variants are scored on the target's provider (OpenVINO in bf16 agrees less than the CPU provider).
+        return not scores_on_target(accelerator_spec)
 
     @classmethod
     def _default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
@@ -135,7 +141,7 @@ class OnnxAccuracyGuardedQuantization(Pass):
         targets = parse_targets(config.target_metric, config.target_value, owner)
         start = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="olive-guarded-int8-") as scratch:
-            ctx = GuardContext(owner, model, config, Path(scratch))
+            ctx = GuardContext(owner, model, config, Path(scratch), scoring_settings(self.accelerator_spec))
             search = _GreedySearch(ctx, targets)
             if not search.met(search.measured) and config.max_fp32_nodes > 0:
                 search.run(config, model.model_attributes.get(SENSITIVITY_ATTRIBUTE))

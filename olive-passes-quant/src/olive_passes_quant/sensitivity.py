@@ -52,6 +52,7 @@ from olive_passes_quant._guard_config import (
     sample_params,
     sensitivity_params,
 )
+from olive_passes_quant._guard_data import scores_on_target, scoring_settings
 
 if TYPE_CHECKING:
     from olive.hardware.accelerator import AcceleratorSpec
@@ -190,7 +191,14 @@ def reuse_table(
 class GuardContext:
     """What both passes set up: checked data, reference outputs, candidates and the variant scorer."""
 
-    def __init__(self, owner: str, model: ONNXModelHandler, config: BasePassConfig, scratch: Path):
+    def __init__(
+        self,
+        owner: str,
+        model: ONNXModelHandler,
+        config: BasePassConfig,
+        scratch: Path,
+        session_settings: dict[str, Any] | None = None,
+    ):
         import onnx
 
         from olive.measure import OutputVectors
@@ -238,6 +246,7 @@ class GuardContext:
             config.batch_size,
             owner,
             trim_padding=config.trim_padding,
+            settings=session_settings,
         )
         settings = QuantSettings(
             mode=config.quant_mode,
@@ -281,6 +290,11 @@ class OnnxSensitivityAnalysis(Pass):
     """Rank nodes by how much int8 quantizing them hurts output agreement; records the table, keeps the model."""
 
     @classmethod
+    def is_accelerator_agnostic(cls, accelerator_spec: AcceleratorSpec) -> bool:
+        # Variants are scored on the target's provider (OpenVINO in bf16 agrees less than the CPU provider).
+        return not scores_on_target(accelerator_spec)
+
+    @classmethod
     def _default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
         return {
             **sample_params(),
@@ -310,7 +324,7 @@ class OnnxSensitivityAnalysis(Pass):
     ) -> ONNXModelHandler:
         owner = self.config_owner()
         with tempfile.TemporaryDirectory(prefix="olive-sensitivity-") as scratch:
-            context = GuardContext(owner, model, config, Path(scratch))
+            context = GuardContext(owner, model, config, Path(scratch), scoring_settings(self.accelerator_spec))
             table = measure_sensitivity(
                 context.variants,
                 context.candidates,

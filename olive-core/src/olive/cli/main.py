@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run-pass": ("olive.cli.run_pass:run_pass_command", "Run one pass on a model."),
     "passes": ("olive.cli.passes:passes_command", "List installed passes, or show one pass's config."),
     "plugins": ("olive.cli.plugins:plugins_command", "List plugin distributions and their status."),
+    "eps": ("olive.cli.eps:eps_command", "List execution providers (built in and plugin) and their devices."),
     "cache": ("olive.cli.cache:cache_group", "Inspect or clean the cache."),
     "new-pass": ("olive.cli.new_pass:new_pass_command", "Create a new pass distribution from the template."),
     "quickstart": ("olive.cli.quickstart:quickstart_command", "Optimize a model with sensible defaults."),

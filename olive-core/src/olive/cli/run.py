@@ -169,6 +169,8 @@ def _print_summary(output) -> None:
         for step in output.lineage(node):
             for name in output.searched_params.get(step.pass_key, []):
                 searched.append(f"{name}={(step.config or {}).get(name)}")
+        if node.target_of is not None:  # one of several targets: where it ran is a searched value too
+            searched.append(f"on={node.target['label']}")
         rows.append(
             (
                 chosen,

@@ -19,6 +19,7 @@ from olive.engine.choice import choose_best, rank
 from olive.engine.executors import TrialExecutor, create_executor
 from olive.engine.footprint import INPUT_MODEL_ID, Footprint, FootprintNode
 from olive.engine.hooks import fire
+from olive.engine.keys import digest
 from olive.engine.limits import SearchLimits
 from olive.engine.output import WorkflowOutput
 from olive.engine.progress import SearchProgress
@@ -27,9 +28,11 @@ from olive.engine.trial import TrialContext, TrialRequest, TrialWorker, model_fr
 from olive.evaluator.goals import meets_goals, resolve_goals
 from olive.evaluator.result import MetricResult
 from olive.exceptions import OliveError, PassConfigError, PassRunError, WorkflowConfigError
+from olive.execution_providers.targets import TARGET_KEY, model_on_target, target_index, target_json
 from olive.model.handler import ONNXModelHandler
 from olive.search.samplers import Sampler, create_sampler
-from olive.search.search_space import JointSearchSpace
+from olive.search.search_parameter import Categorical
+from olive.search.search_space import JointSearchSpace, SearchSpace
 
 if TYPE_CHECKING:
     from olive.engine.evaluation import ModelEvaluator
@@ -53,10 +56,13 @@ class Engine:
         cache: CacheStore,
         evaluator: ModelEvaluator | None,
         show_progress: bool = False,
+        targets: list[AcceleratorSpec] | None = None,
     ):
         self.workflow = workflow
         self.plans = plans
         self.accelerator = accelerator
+        #: where candidates are evaluated; several make the target one more dimension of every search
+        self.targets = list(targets or [accelerator])
         self.execution_providers = execution_providers
         self.cache = cache
         self.evaluator = evaluator
@@ -78,10 +84,11 @@ class Engine:
         # model again here would add to every run's fixed cost.
         input_model = self.workflow.input_model.create_handler()
         input_hash = hash_model(input_model)
-        self.footprint.add(
+        node = self.footprint.add(
             FootprintNode(model_id=INPUT_MODEL_ID, model_path=input_model.model_path, model_json=input_model.to_json())
         )
         self._models[INPUT_MODEL_ID] = (input_model, input_hash)
+        node.target = target_json(self.targets[0])
         context = TrialContext(
             context_id=uuid.uuid4().hex,
             workflow=self.workflow,
@@ -93,6 +100,7 @@ class Engine:
             evaluation_cache=self.evaluator is not None and self.evaluator.cache is not None,
             reference_model_json=input_model.to_json(),
             reference_hash=input_hash,
+            targets=self.targets,
         )
         local = TrialWorker(context, self.cache, self.evaluator, input_model)
         if self.evaluator is not None:
@@ -105,6 +113,8 @@ class Engine:
                 evaluation = self.evaluator.evaluate(reference, reference_hash, reference, reference_hash)
                 self._record_evaluation(self.footprint.get(self._reference_id), evaluation)
             self._thresholds = resolve_goals(self.evaluator.metrics, self._results.get(self._reference_id))
+        if self._reference_id is not None or isinstance(input_model, ONNXModelHandler):
+            self._reference_on_targets(self._reference_id or INPUT_MODEL_ID)
 
         strategy = self.workflow.search_strategy
         executor = create_executor(strategy.executor if strategy is not None else None, context, local)
@@ -155,7 +165,7 @@ class Engine:
     # Search orders
     # ----------------------------------------------------------------------------------------------
     def _search_joint(self, executor: TrialExecutor) -> None:
-        space = JointSearchSpace({plan.key: plan.space for plan in self.plans})
+        space = self._space({plan.key: plan.space for plan in self.plans})
         keys = [plan.key for plan in self.plans]
         self._search(executor, space, INPUT_MODEL_ID, keys, "search" if self.workflow.search_enabled else "run", True)
 
@@ -163,11 +173,61 @@ class Engine:
         current = INPUT_MODEL_ID
         for index, plan in enumerate(self.plans):
             last = index == len(self.plans) - 1
-            space = JointSearchSpace({plan.key: plan.space})
+            space = self._space({plan.key: plan.space})
             found = self._search(executor, space, current, [plan.key], f"search {plan.key}", last)
             if not found:
                 return
-            current = rank(found, self._results, self._objectives)[0].model_id
+            best = rank(found, self._results, self._objectives)[0]
+            # The next pass starts from the best model itself, not from it placed on a target.
+            current = best.parent_model_id if best.target_of is not None else best.model_id
+
+    def _space(self, spaces: dict[str, SearchSpace]) -> JointSearchSpace:
+        """The passes' spaces, and the targets as the last (fastest varying) dimension when there are several:
+        each model is evaluated on every target in turn, its pass runs shared through the cache."""
+        if len(self.targets) > 1:
+            spaces[TARGET_KEY] = SearchSpace({"target": Categorical(list(range(len(self.targets))))}, "targets")
+        return JointSearchSpace(spaces)
+
+    # ----------------------------------------------------------------------------------------------
+    # Targets
+    # ----------------------------------------------------------------------------------------------
+    def _reference_on_targets(self, reference_id: str) -> None:
+        """The reference model (the input, or its conversion) on every target but the first is a candidate:
+        deploying it elsewhere, unchanged, may be the best answer."""
+        reference_node = self.footprint.get(reference_id)
+        reference, reference_hash = self._models[reference_id]
+        for index in range(1, len(self.targets)):
+            node = self._on_target(reference_node, index)
+            if self.evaluator is not None:
+                targeted = self._models[node.model_id][0]
+                evaluation = self.evaluator.evaluate(targeted, reference_hash, reference, reference_hash)
+                self._record_evaluation(node, evaluation)
+            if node.status is Status.OK:
+                node.is_candidate = True
+                if self._thresholds:
+                    node.meets_goals = self._meets(node)
+
+    def _on_target(self, node: FootprintNode, index: int) -> FootprintNode:
+        """The node of ``node``'s model on target ``index``, made on first use (several targets only)."""
+        target = self.targets[index]
+        suffix = str(target) if not target.provider_options else f"{target}-{digest({'t': target.cache_key()})[:6]}"
+        model_id = f"{node.model_id}@{suffix}"
+        known = self.footprint.get(model_id)
+        if known is not None:
+            return known
+        model, model_hash = self._models[node.model_id]
+        targeted = model_on_target(model, target)
+        self._models[model_id] = (targeted, model_hash)
+        return self.footprint.add(
+            FootprintNode(
+                model_id=model_id,
+                parent_model_id=node.model_id,
+                model_path=node.model_path,
+                model_json=targeted.to_json(),
+                target=target_json(target),
+                target_of=node.model_id,
+            )
+        )
 
     def _search(
         self,
@@ -264,6 +324,7 @@ class Engine:
         """Record a trial's events in the footprint; returns its last node and how its chain ended."""
         node: FootprintNode | None = None
         opened: FootprintNode | None = None
+        several = len(self.targets) > 1
         for event in events:
             if isinstance(event, TrialFailed):
                 return self._trial_failed(parent_id, point, event.error), Status.FAILED
@@ -276,9 +337,17 @@ class Engine:
                     return node, node.status
                 parent_id = node.model_id
             elif node is not None:
+                if several:
+                    node = self._on_target(node, target_index(point))
+                elif node.target is None:
+                    node.target = target_json(self.targets[0])
                 self._record_evaluation(node, event)
         if node is None:
             return self._trial_failed(parent_id, point, "the trial returned nothing"), Status.FAILED
+        if several and node.target_of is None:
+            node = self._on_target(node, target_index(point))
+        elif not several and node.target is None:
+            node.target = target_json(self.targets[0])
         if candidate:
             node.is_candidate = True
             if self._thresholds:
@@ -287,7 +356,8 @@ class Engine:
 
     def _trial_failed(self, parent_id: str, point: dict[str, Any], error: str) -> FootprintNode:
         logger.warning("A trial failed: %s", error)
-        last = self.plans[-1].key if len(point) > 1 or not point else next(iter(point))
+        keys = [key for key in point if key != TARGET_KEY]
+        last = self.plans[-1].key if len(keys) != 1 else keys[0]
         return self.footprint.trial_failed(last, parent_id, point, error)
 
     def _alternative(self, pass_key: str, point: dict[str, Any]) -> PassAlternative:
@@ -360,6 +430,16 @@ class Engine:
         # Where timing metrics were measured (host, and whether nothing else of the run used it meanwhile).
         node.timings.update(evaluation.where)
         node.metrics = evaluation.metrics
+        if evaluation.placement and node.target is not None:
+            node.target.update(evaluation.placement)
+            if evaluation.placement.get("nodes_not_taken_count"):
+                logger.warning(
+                    "%s: %s left %d node(s) to another provider: %s",
+                    node.model_id,
+                    node.target["execution_provider"],
+                    evaluation.placement["nodes_not_taken_count"],
+                    ", ".join(evaluation.placement.get("nodes_not_taken") or []),
+                )
         self._results[node.model_id] = MetricResult.from_json(evaluation.metrics)
         fire("olive_evaluation_end", model_id=node.model_id, model=self._models[node.model_id][0], metrics=node.metrics)
 
@@ -374,7 +454,7 @@ class Engine:
                 plan.key: list(dict.fromkeys(p for alt in plan.alternatives for p in alt.search_space.params))
                 for plan in self.plans
             },
-            accelerator=str(self.accelerator),
+            accelerator=str(self.accelerator) if len(self.targets) == 1 else ", ".join(t.label for t in self.targets),
             reference_model_id=self._reference_id,
             distributions={
                 alt.identity.distribution: alt.identity.version or ""

@@ -17,8 +17,10 @@ from olive.evaluator.evaluator import OliveEvaluator
 from olive.evaluator.goals import objectives_of
 from olive.evaluator.result import joint_key
 from olive.exceptions import OliveError
+from olive.hardware.accelerator import DEFAULT_CPU_ACCELERATOR
 
 if TYPE_CHECKING:
+    from olive.hardware.accelerator import AcceleratorSpec
     from olive.model.handler import OliveModelHandler
     from olive.workflows.config import EvaluatorConfig, WorkflowConfig
 
@@ -57,8 +59,11 @@ class ModelEvaluator:
         cache: CacheStore | None,
         user_script: Path | None = None,
         lock_cache: CacheStore | None = None,
+        target: AcceleratorSpec | None = None,
     ):
         self.config = config
+        # Sessions of a model whose settings name no provider run on the target.
+        self.target_settings = target.inference_settings() if target is not None else None
         self.lock_cache = lock_cache or cache
         self.timed = any(m.type in TIMING_METRICS for m in config.metrics)
         self.metrics = list(config.metrics)
@@ -74,13 +79,20 @@ class ModelEvaluator:
             "user_script": hash_file(script) if script is not None else None,
             "execution_providers": self.execution_providers,
         }
+        if target is not None and target.cache_key() != str(DEFAULT_CPU_ACCELERATOR):
+            self._payload["target"] = self.target_settings
 
     @classmethod
     def for_workflow(
-        cls, workflow: WorkflowConfig, execution_providers: list[str], cache: CacheStore, keep_results: bool
+        cls,
+        workflow: WorkflowConfig,
+        execution_providers: list[str],
+        cache: CacheStore,
+        keep_results: bool,
+        target: AcceleratorSpec | None = None,
     ) -> ModelEvaluator | None:
         """The workflow's evaluator (None when it has none): it measures under ``cache``'s lock and keeps its
-        results in ``cache`` when ``keep_results``."""
+        results in ``cache`` when ``keep_results``; models whose settings name no provider run on ``target``."""
         if workflow.evaluator is None:
             return None
         return cls(
@@ -91,6 +103,7 @@ class ModelEvaluator:
             cache if keep_results else None,
             workflow.user_script,
             lock_cache=cache,
+            target=target,
         )
 
     def evaluate(
@@ -113,19 +126,24 @@ class ModelEvaluator:
         stored = self.cache.get_eval(key) if self.cache is not None else None
         if stored is not None:
             where = dict(stored.get("where") or {})
-            return EvaluationResult(stored["result"], True, where, time.perf_counter() - start)
+            placement = dict(stored.get("placement") or {})
+            return EvaluationResult(stored["result"], True, where, time.perf_counter() - start, placement=placement)
         where: dict[str, Any] = {}
         try:
             with self._measuring(where):
                 result = self.evaluator.evaluate(
-                    model, reference_model=reference_model, execution_providers=self.execution_providers
+                    model,
+                    reference_model=reference_model,
+                    execution_providers=self.execution_providers,
+                    target_settings=self.target_settings,
                 )
         except OliveError as exc:
             return EvaluationResult(None, duration=time.perf_counter() - start, error=str(exc), exception=exc)
         metrics = result.to_json()
+        placement = _placement(result.metadata)
         if self.cache is not None:
-            self.cache.put_eval(key, {"result": metrics, "where": where})
-        return EvaluationResult(metrics, False, where, time.perf_counter() - start)
+            self.cache.put_eval(key, {"result": metrics, "where": where, "placement": placement})
+        return EvaluationResult(metrics, False, where, time.perf_counter() - start, placement=placement)
 
     @contextlib.contextmanager
     def _measuring(self, where: dict[str, Any]) -> Iterator[None]:
@@ -152,3 +170,12 @@ class ModelEvaluator:
         return any(
             sub.goal is not None and sub.goal.type != "threshold" for metric in self.metrics for sub in metric.sub_types
         )
+
+
+def _placement(metadata: dict[str, Any]) -> dict[str, Any]:
+    """Which provider took the model's nodes, from the first metric whose session was on a plugin provider."""
+    for info in metadata.values():
+        if isinstance(info, dict) and "nodes_by_provider" in info:
+            keys = ("providers", "nodes_by_provider", "nodes_not_taken", "nodes_not_taken_count")
+            return {k: info[k] for k in keys if k in info}
+    return {}

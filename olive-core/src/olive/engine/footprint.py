@@ -25,6 +25,11 @@ class FootprintNode:
     ``timings`` holds seconds: ``run`` (0 for a cache hit), ``evaluate``; ``cached`` says whether the pass
     run came from the cache. When latency or throughput was measured it also holds ``measured_on`` (the
     host name) and ``measured_alone`` (True when no other trial worked on that host meanwhile).
+
+    ``target`` says where an evaluated model ran (provider, device, options, and for a plugin provider the
+    nodes it left to another). With several targets, the model of a pass run is evaluated on each through a
+    node of its own: ``target_of`` names the pass run's node, and ``model_json`` carries the target's
+    ``inference_settings``.
     """
 
     model_id: str
@@ -44,6 +49,10 @@ class FootprintNode:
     meets_goals: bool | None = None
     pass_distribution: str | None = None
     pass_version: str | None = None
+    #: where the model was evaluated: provider, device, options and the inference_settings that deploy it
+    target: dict[str, Any] | None = None
+    #: set on a node that places the model of node ``target_of`` on another target (no pass ran)
+    target_of: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return attrs.asdict(self)

@@ -83,14 +83,16 @@ def run_key(
             "pass_version": pass_class._version,
             "config": config,
             "files": files,
-            "accelerator": None if agnostic else str(accelerator),
+            # provider, device and provider options: a pass that depends on the accelerator runs once per target
+            "accelerator": None if agnostic else accelerator.cache_key(),
             "user_script": user_script_hash,
         }
     )
 
 
 def eval_key(model_hash: str, model_json: dict[str, Any], payload: dict[str, Any]) -> str:
-    """The key of one evaluation of a model."""
+    """The key of one evaluation of a model: its content, its ``inference_settings`` (on a target: the provider,
+    its options and device) and what is measured (the payload holds the evaluator's default target)."""
     files: dict[str, str] = {}
     _file_hashes(payload, files)
     settings = (model_json.get("config") or {}).get("inference_settings")

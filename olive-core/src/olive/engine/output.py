@@ -55,11 +55,12 @@ class WorkflowOutput:
         raise KeyError(model_id)
 
     def lineage(self, node: FootprintNode) -> list[FootprintNode]:
-        """The pass runs that produced ``node``, first pass first."""
+        """The pass runs that produced ``node``, first pass first (a node placing a model on a target is none)."""
         chain = []
         current: FootprintNode | None = node
         while current is not None and current.parent_model_id is not None:
-            chain.append(current)
+            if current.target_of is None:
+                chain.append(current)
             current = self.get_node(current.parent_model_id)
         return list(reversed(chain))
 

@@ -23,6 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 import olive
 from olive.exceptions import OliveError, WorkflowConfigError
+from olive.execution_providers.deployment import deployment_lines
+from olive.execution_providers.registry import adapter_for
+from olive.measure.sessions import PROVIDER_KEYS
 from olive.model.handler import ONNXModelHandler
 from olive.paths import UnsafeName, inside, system_folder_reason
 from olive.report import write_report
@@ -183,6 +186,11 @@ def write_outputs(output: WorkflowOutput, workflow: WorkflowConfig) -> Path:
         config = dict(model_json.get("config") or {})
         config["model_path"] = str(output_dir / "model.onnx")
         config.pop("onnx_file_name", None)
+        target = best.target or {}
+        if target.get("inference_settings") and target["execution_provider"] != "CPUExecutionProvider":
+            # The model runs where it was chosen: the target's provider, options and device load it again.
+            kept = {k: v for k, v in (config.get("inference_settings") or {}).items() if k not in PROVIDER_KEYS}
+            config["inference_settings"] = {**kept, **target["inference_settings"]}
         _write_json(
             output_dir / "model_config.json",
             {
@@ -195,6 +203,7 @@ def write_outputs(output: WorkflowOutput, workflow: WorkflowConfig) -> Path:
                 },
                 "olive_core_version": olive.__version__,
                 "accelerator": output.accelerator,
+                **({"target": _deployment(target)} if target else {}),
             },
         )
         metrics = {"best": best.metrics, "model_id": best.model_id}
@@ -224,6 +233,21 @@ def write_outputs(output: WorkflowOutput, workflow: WorkflowConfig) -> Path:
         for writer in list(_WRITERS):
             writer(output, workflow, output_dir)
     return output_dir
+
+
+def _deployment(target: dict[str, Any]) -> dict[str, Any]:
+    """What model_config.json says of the chosen target: provider, device, options and, for a plugin provider,
+    the pip package that ships it."""
+    recorded = {k: target[k] for k in ("label", "execution_provider", "device", "provider_options") if k in target}
+    adapter = adapter_for(target.get("execution_provider", ""))
+    if adapter is not None:
+        recorded["package"] = adapter.package
+        lines = deployment_lines(target, MODEL_FILE)
+        if lines:
+            recorded["deploy"] = lines
+    if target.get("nodes_not_taken_count"):
+        recorded["nodes_not_taken"] = target.get("nodes_not_taken")
+    return recorded
 
 
 def run_history(output: WorkflowOutput) -> str:

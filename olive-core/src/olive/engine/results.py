@@ -80,6 +80,8 @@ class EvaluationResult(_CarriesException):
     """The evaluation of a trial's last model: ``metrics`` (``MetricResult`` JSON) or ``error``.
 
     :param where: where timing metrics were measured (``measured_on``, ``measured_alone``); empty otherwise.
+    :param placement: for a session on a plugin execution provider, the nodes each provider took
+        (``nodes_by_provider``) and those the target's provider left to another (``nodes_not_taken``).
     """
 
     metrics: dict[str, Any] | None
@@ -88,6 +90,7 @@ class EvaluationResult(_CarriesException):
     duration: float = 0.0
     error: str | None = None
     exception: BaseException | None = attrs.field(default=None, eq=False)
+    placement: dict[str, Any] = attrs.Factory(dict)
 
 
 @attrs.frozen

@@ -29,6 +29,7 @@ from olive.engine.evaluation import ModelEvaluator
 from olive.engine.keys import ScriptHashes, run_key
 from olive.engine.results import Status, StepResult, StepStarted, TrialEvent
 from olive.exceptions import PassConfigError, PassRunError
+from olive.execution_providers.targets import DEFAULT_TARGET, model_on_target, target_index
 from olive.model.handler import OliveModelHandler
 from olive.model.types import model_from_json
 
@@ -79,6 +80,12 @@ class TrialContext:
     #: The model every trial's evaluation compares with (see ``Engine._reference``), and its content hash.
     reference_model_json: dict[str, Any]
     reference_hash: str
+    #: every target of the search (the first is ``accelerator``); a point's ``@target`` picks one
+    targets: list[AcceleratorSpec] = attrs.Factory(list)
+
+    def target(self, point: Mapping[str, Any]) -> AcceleratorSpec:
+        """The target a search point runs its accelerator-dependent passes and its evaluation on."""
+        return self.targets[target_index(point)] if self.targets else self.accelerator
 
     @property
     def host_device(self) -> str | None:
@@ -134,7 +141,7 @@ class TrialWorker:
             cache = CacheStore(context.cache_root)
             cache.session_id = context.cache_session
             evaluator = ModelEvaluator.for_workflow(
-                context.workflow, context.execution_providers, cache, context.evaluation_cache
+                context.workflow, context.execution_providers, cache, context.evaluation_cache, context.accelerator
             )
             reference = model_from_json(context.reference_model_json)
             worker = _WORKERS[context.context_id] = cls(context, cache, evaluator, reference)
@@ -148,14 +155,20 @@ class TrialWorker:
         """
         model = model_from_json(request.start_json)
         model_hash = request.start_hash
+        target = self.context.target(request.point)
         for plan_key in request.plan_keys:
             plan = self.plans[plan_key]
-            step = yield from self.run_step(plan, request.point[plan_key], model, model_hash, request.failed_runs)
+            step = yield from self.run_step(
+                plan, request.point[plan_key], model, model_hash, request.failed_runs, target
+            )
             yield step
             if step.status is not Status.OK:
                 return
             model, model_hash = model_from_record(step.record), step.record["output_hash"]
         if request.evaluate and self.evaluator is not None:
+            if len(self.context.targets) > 1 or target.cache_key() != DEFAULT_TARGET.cache_key():
+                # The target decides where the model runs (a pass may have pinned another provider).
+                model = model_on_target(model, target)
             yield self.evaluator.evaluate(model, model_hash, self.reference_model, self.context.reference_hash)
 
     def run_step(
@@ -165,6 +178,7 @@ class TrialWorker:
         model: OliveModelHandler,
         model_hash: str,
         failed_runs: Mapping[tuple[str, str], str],
+        accelerator: AcceleratorSpec | None = None,
     ) -> Generator[StepStarted, None, StepResult]:
         """Run one pass on ``model``, the one place a step runs: yields :class:`StepStarted` just before the run
         (or the cache lookup) and returns the :class:`StepResult`.
@@ -173,7 +187,7 @@ class TrialWorker:
         ``failed_runs`` (``(pass_key, run key) -> error``) is reported failed without running again.
         """
         alternative, params = plan.decode(point)
-        accelerator = self.context.accelerator
+        accelerator = accelerator or self.context.accelerator
         try:
             config = alternative.generate_config(accelerator, params)
         except PassConfigError as exc:
@@ -192,7 +206,7 @@ class TrialWorker:
         yield StepStarted(plan.key, key, cfg_json)
         start = time.perf_counter()
         try:
-            record, cached = self._execute(alternative, config, model, key)
+            record, cached = self._execute(alternative, config, model, key, accelerator)
         except Exception as exc:  # a pass may raise anything; it is a failed step
             logger.debug("Pass %s failed:\n%s", plan.key, "".join(traceback.format_exception(exc)))
             error = f"{type(exc).__name__}: {exc}"
@@ -201,7 +215,12 @@ class TrialWorker:
         return StepResult(plan.key, Status.OK, cfg_json, key, record, cached, time.perf_counter() - start)
 
     def _execute(
-        self, alternative: PassAlternative, config: BasePassConfig, model: OliveModelHandler, key: str
+        self,
+        alternative: PassAlternative,
+        config: BasePassConfig,
+        model: OliveModelHandler,
+        key: str,
+        accelerator: AcceleratorSpec,
     ) -> tuple[dict[str, Any], bool]:
         """Run one pass into the cache unless its entry exists; returns ``(record, cached)``.
 
@@ -216,15 +235,20 @@ class TrialWorker:
             record = cache.get_run(key)
             if record is not None:
                 return record, True
-            return self._run_into_cache(alternative, config, model, key), False
+            return self._run_into_cache(alternative, config, model, key, accelerator), False
 
     def _run_into_cache(
-        self, alternative: PassAlternative, config: BasePassConfig, model: OliveModelHandler, key: str
+        self,
+        alternative: PassAlternative,
+        config: BasePassConfig,
+        model: OliveModelHandler,
+        key: str,
+        accelerator: AcceleratorSpec,
     ) -> dict[str, Any]:
         cache, identity = self.cache, alternative.identity
         with cache.new_run(key) as tmp, alternative.acting():
             start = time.perf_counter()
-            instance = alternative.pass_class(self.context.accelerator, config, self.context.host_device)
+            instance = alternative.pass_class(accelerator, config, self.context.host_device)
             output_model = instance.run(model, str(tmp / "output"))
             duration = time.perf_counter() - start
             model_json = output_model.to_json()
@@ -243,7 +267,7 @@ class TrialWorker:
                 "distribution": identity.distribution,
                 "version": alternative.run_version,
                 "config": config.to_json(),
-                "accelerator": str(self.context.accelerator),
+                "accelerator": accelerator.label,
                 "model": model_json,
                 "output_hash": hash_model(output_model),
                 "duration_s": round(duration, 6),

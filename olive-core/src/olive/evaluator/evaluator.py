@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+# A model or metric naming a provider keeps its own choice over the evaluator's default target.
+_PROVIDER_KEYS = ("execution_provider", "execution_providers")
+
 
 class OliveEvaluator:
     """Evaluates models on a list of metrics.
@@ -129,17 +132,21 @@ class OliveEvaluator:
         model: OliveModelHandler,
         reference_model: OliveModelHandler | None = None,
         execution_providers: Sequence[str] | str | None = None,
+        target_settings: Mapping[str, Any] | None = None,
     ) -> MetricResult:
         """Measure every metric on ``model``.
 
         :param reference_model: what ``agreement`` metrics compare against (the workflow's input model);
             ``None`` compares the model with itself.
         :param execution_providers: used when the model's ``inference_settings`` name none.
+        :param target_settings: the target's settings (provider, its options and device,
+            :meth:`AcceleratorSpec.inference_settings`), used for models whose settings name no provider.
         """
         self.validate()
         if isinstance(execution_providers, str):
             execution_providers = [execution_providers]
         run = _Run(self, model, reference_model, list(execution_providers) if execution_providers else None)
+        run.target_settings = dict(target_settings or {})
         result = MetricResult()
         for metric in self.metrics:
             values, metadata = run.measure(metric)
@@ -174,6 +181,7 @@ class _Run:
         self.model = model
         self.reference = reference if reference is not None else model
         self.execution_providers = execution_providers
+        self.target_settings: dict[str, Any] = {}
         self._sessions: dict[tuple, tuple[onnxruntime.InferenceSession, dict[str, Any]]] = {}
 
     # ------------------------------------------------------------------------------------- sessions
@@ -190,6 +198,8 @@ class _Run:
                 settings[key].update(value)
             else:
                 settings[key] = value
+        if self.target_settings and not any(k in settings for k in _PROVIDER_KEYS):
+            settings.update(self.target_settings)
         return settings
 
     def session(self, model: OliveModelHandler, metric: Metric) -> tuple[onnxruntime.InferenceSession, dict[str, Any]]:
@@ -208,6 +218,11 @@ class _Run:
                 "inference_settings": settings,
                 "session_options": described["session_options"],
             }
+            if "nodes_not_taken" in described:
+                # Nodes the target provider left to another (the CPU): the candidate does not run where asked.
+                info.update(
+                    {k: described[k] for k in ("nodes_by_provider", "nodes_not_taken", "nodes_not_taken_count")}
+                )
             self._sessions[key] = (session, info)
         return self._sessions[key]
 
@@ -319,7 +334,11 @@ class _Run:
         batch = len(next(iter(feeds.values()))) if feeds and next(iter(feeds.values())).ndim else 1
         io_bind = bool(metric.user_config.get("io_bind"))
         # The input model evaluated in a worker process is another handler of the same file: still itself.
-        itself = self.reference is self.model or str(self.reference.model_path) == str(self.model.model_path)
+        # (The same file on another target is not itself: its sessions run elsewhere.)
+        itself = self.reference is self.model or (
+            str(self.reference.model_path) == str(self.model.model_path)
+            and self.settings_for(self.reference, metric) == self.settings_for(self.model, metric)
+        )
         paired = not itself and any(s.name.startswith(RATIO_PREFIX) for s in metric.sub_types)
         infer = self._infer(self.model, metric, feeds, io_bind)
         timing = {"warmup": metric.warmup_num, "sleep_s": metric.sleep_num}

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import copy
+import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
+from typing import Any
 
 import attrs
 
@@ -29,24 +32,64 @@ def _to_device(value: Device | str) -> Device:
         ) from None
 
 
+def _options(value: Mapping[str, Any] | None) -> dict[str, Any]:
+    return copy.deepcopy(dict(value or {}))
+
+
 @attrs.frozen
 class AcceleratorSpec:
-    """The accelerator a pass targets: its device type, execution provider and (optionally) memory."""
+    """The accelerator a pass targets: its device type, execution provider and (optionally) memory.
+
+    ``provider_options`` are the execution provider's options on this target (``{"INFERENCE_PRECISION_HINT":
+    "bf16"}`` for OpenVINO), as the workflow names them; two targets differing only in options are different
+    targets (and different cache keys) but hash alike.
+    """
 
     accelerator_type: Device = attrs.field(converter=_to_device)
     execution_provider: str = attrs.field(converter=str)
     memory: int | None = None
+    provider_options: dict[str, Any] = attrs.field(factory=dict, converter=_options, hash=False)
 
     def __str__(self) -> str:
         provider = self.execution_provider.removesuffix("ExecutionProvider").lower()
         return f"{self.accelerator_type.value}-{provider}"
 
+    @property
+    def label(self) -> str:
+        """``cpu-openvino`` plus its options: ``cpu-openvino[INFERENCE_PRECISION_HINT=bf16]``."""
+        if not self.provider_options:
+            return str(self)
+        options = ",".join(f"{k}={_compact(v)}" for k, v in sorted(self.provider_options.items()))
+        return f"{self}[{options}]"
+
+    def cache_key(self) -> str:
+        """What cache keys of accelerator-dependent runs hold: provider, device and options."""
+        if not self.provider_options:
+            return str(self)  # the key runs had before targets had options
+        return f"{self}{json.dumps(self.provider_options, sort_keys=True, default=str)}"
+
+    def inference_settings(self) -> dict[str, Any]:
+        """The ``inference_settings`` that create a session on this target (:mod:`olive.measure.sessions`)."""
+        settings: dict[str, Any] = {"execution_provider": self.execution_provider}
+        if self.provider_options:
+            settings["provider_options"] = [copy.deepcopy(self.provider_options)]
+        if self.execution_provider != ExecutionProvider.CPUExecutionProvider:
+            settings["device"] = self.accelerator_type.value
+        return settings
+
     def to_json(self) -> dict[str, object]:
-        return {
+        data: dict[str, object] = {
             "accelerator_type": self.accelerator_type.value,
             "execution_provider": self.execution_provider,
             "memory": self.memory,
         }
+        if self.provider_options:
+            data["provider_options"] = copy.deepcopy(self.provider_options)
+        return data
+
+
+def _compact(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 DEFAULT_CPU_ACCELERATOR = AcceleratorSpec(Device.CPU, ExecutionProvider.CPUExecutionProvider)

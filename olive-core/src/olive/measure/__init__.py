@@ -29,8 +29,9 @@ Modules, one concept each:
 - :mod:`olive.measure.synthetic`: seeded inputs from a model's input specs, with one stated rule for free
   dimensions (batch 1, others 16, or the sizes named in ``dim_values``).
 - :mod:`olive.measure.sessions`: :func:`create_session`, the one place onnxruntime sessions are made from
-  ``inference_settings`` (execution providers, provider options, session options), with errors that name
-  the bad setting.
+  ``inference_settings`` (execution providers, built in or plugin libraries from pip packages, provider
+  options, session options), with errors that name the bad setting; :func:`settings_on_target` puts a model's
+  settings on an accelerator (its provider, options and device).
 - :mod:`olive.measure.timing`: settle pause, warmup, timed runs, sessions timed in interleaved rounds, each
   run's ratio to a reference's median in its round, and the summary statistics the latency metrics report.
 
@@ -45,7 +46,14 @@ from olive.measure.outputs import OutputVectors
 from olive.measure.padding import check_one_sample, samples_at_real_length, trim_right_padding
 from olive.measure.pooling import POOLINGS, first_token, mean_pool, pool
 from olive.measure.reference import ReferenceOutputs, session_of
-from olive.measure.sessions import ModelRunError, SessionSetup, create_session, describe_session, session_setup
+from olive.measure.sessions import (
+    ModelRunError,
+    SessionSetup,
+    create_session,
+    describe_session,
+    session_setup,
+    settings_on_target,
+)
 from olive.measure.synthetic import BATCH_SIZE, FREE_DIM_SIZE, concrete_shape, synthetic_inputs
 from olive.measure.timing import (
     LATENCY_SETTLE_S,
@@ -84,6 +92,7 @@ __all__ = [
     "session_of",
     "session_runner",
     "session_setup",
+    "settings_on_target",
     "synthetic_inputs",
     "timed_runs",
     "trim_right_padding",

@@ -11,32 +11,54 @@
   as onnxruntime's enum names (``"ORT_PARALLEL"``, ``"ORT_ENABLE_ALL"``) or their numbers, and
   ``extra_session_config`` (``add_session_config_entry`` pairs). ``null`` leaves onnxruntime's default.
 - ``tuning_op_result``: kernel tuning results (ROCm), given to the session with ``set_tuning_results``.
+- ``device``: ``cpu``, ``gpu`` or ``npu``: the device a plugin execution provider runs on (default: the first
+  one it offers).
+
+Plugin execution providers (libraries shipped in pip packages, such as ``onnxruntime-ep-openvino``) are named
+like any other. Their adapter (:mod:`olive.execution_providers`) registers the library once per process, checks
+the provider options' names and values, picks the device and spells the options for it; the session is then
+made with ``SessionOptions.add_provider_for_devices`` (onnxruntime silently runs a plugin provider named in
+``providers=`` on the CPU instead). Such a session records which provider took each node
+(:func:`describe_session` reports the nodes the plugin provider left to the CPU).
 
 Microsoft Olive's session tuning also records ``io_bind`` and ``tuning_result_file`` there; they are accepted
 and change nothing about the session (IO binding is the latency metric's ``io_bind`` option).
 
 A setting that is unknown or of the wrong kind is a :class:`~olive.exceptions.ModelLoadError` naming it and
-saying what it takes; a run that onnxruntime refuses is a :class:`ModelRunError`. Providers the installed
-onnxruntime lacks are dropped with a warning while one named provider remains; none left is an error.
-:func:`session_setup` turns settings into what ``InferenceSession`` takes, so a new way of choosing
-providers (plugin execution-provider libraries, say) is a change to that function alone.
+saying what it takes; a run that onnxruntime refuses is a :class:`ModelRunError`. Built-in providers the
+installed onnxruntime lacks are dropped with a warning while one named provider remains; none left is an
+error. A plugin provider that is not installed, an option it does not know or a device it lacks is an error
+naming the package, the valid options or the devices there are. :func:`session_setup` turns settings into
+what ``InferenceSession`` takes.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from olive.exceptions import ModelLoadError, OliveError, closest_match_hint
+from olive.exceptions import ExecutionProviderError, ModelLoadError, OliveError, PluginLoadError, closest_match_hint
+from olive.execution_providers.registry import adapter_for, quiet_onnxruntime, select_device
 
 if TYPE_CHECKING:
     import onnxruntime
 
 logger = logging.getLogger(__name__)
 
-SETTING_KEYS = ("execution_provider", "execution_providers", "provider_options", "session_options", "tuning_op_result")
+SETTING_KEYS = (
+    "execution_provider",
+    "execution_providers",
+    "provider_options",
+    "session_options",
+    "tuning_op_result",
+    "device",
+)
+DEVICES = ("cpu", "gpu", "npu")
+# Makes a session record which provider took each node (read by describe_session).
+_ASSIGNMENT_ENTRY = "session.record_ep_graph_assignment_info"
 # Recorded in a model's settings by Microsoft Olive's session tuning; nothing about a session depends on them.
 RECORDED_KEYS = ("io_bind", "tuning_result_file")
 DEFAULT_PROVIDERS = ("CPUExecutionProvider",)
@@ -56,11 +78,16 @@ class ModelRunError(OliveError):
 
 
 class SessionSetup(NamedTuple):
-    """What ``onnxruntime.InferenceSession`` is created with."""
+    """What ``onnxruntime.InferenceSession`` is created with.
+
+    ``plugin`` is True when ``options`` holds the providers (added for their devices); ``providers`` then only
+    names them, and the session is created without ``providers=``.
+    """
 
     options: onnxruntime.SessionOptions
     providers: list[str]
     provider_options: list[dict[str, Any]] | None
+    plugin: bool = False
 
 
 def session_setup(
@@ -85,9 +112,15 @@ def session_setup(
         raise ModelLoadError("give execution_provider or execution_providers, not both", owner=where)
     options = _session_options(settings.get("session_options"), f"{where}.session_options")
     requested = execution_providers or settings.get("execution_provider") or settings.get("execution_providers")
-    providers, provider_options = _providers(
-        requested or list(DEFAULT_PROVIDERS), settings.get("provider_options"), where
-    )
+    device = settings.get("device")
+    if device is not None and (not isinstance(device, str) or device.lower() not in DEVICES):
+        raise ModelLoadError(f"unknown device {device!r}; use one of {', '.join(DEVICES)}", owner=f"{where}.device")
+    names, inline = _requested_providers(requested or list(DEFAULT_PROVIDERS), settings.get("provider_options"), where)
+    adapters = _adapters(names, where)
+    if any(adapter is not None for adapter in adapters):
+        _add_plugin_providers(options, names, inline, adapters, device, where)
+        return SessionSetup(options, names, None, plugin=True)
+    providers, provider_options = _available_providers(names, inline, where)
     return SessionSetup(options, providers, provider_options)
 
 
@@ -97,25 +130,38 @@ def create_session(
     execution_providers: Sequence[Any] | str | None = None,
     what: str | None = None,
     where: str = "inference_settings",
+    disabled_optimizers: Sequence[str] | None = None,
 ) -> onnxruntime.InferenceSession:
     """A real onnxruntime session for an ``.onnx`` file (or a serialized model) with ``inference_settings``.
 
     :param execution_providers: used instead of the settings' providers when given.
     :param what: how a load failure names the model (default: its path).
     :param where: how errors in the settings name them.
+    :param disabled_optimizers: onnxruntime graph optimizers to skip (``InferenceSession``'s own argument).
     :raises ModelLoadError: a bad setting (named), or onnxruntime refusing the model.
     """
     import onnxruntime as ort
 
     setup = session_setup(inference_settings, execution_providers, where)
     source = model if isinstance(model, bytes) else str(model)
+    extra: dict[str, Any] = {"disabled_optimizers": list(disabled_optimizers)} if disabled_optimizers else {}
     try:
-        session = ort.InferenceSession(
-            source, sess_options=setup.options, providers=setup.providers, provider_options=setup.provider_options
-        )
+        if setup.plugin:
+            # A plugin's compile errors go to onnxruntime's log as well; the error raised here says it once.
+            with quiet_onnxruntime():
+                session = ort.InferenceSession(source, sess_options=setup.options, **extra)
+        else:
+            session = ort.InferenceSession(
+                source,
+                sess_options=setup.options,
+                providers=setup.providers,
+                provider_options=setup.provider_options,
+                **extra,
+            )
     except Exception as exc:
         label = what or (f"a serialized model ({len(model)} bytes)" if isinstance(model, bytes) else f"'{model}'")
-        raise ModelLoadError(f"onnxruntime cannot load {label} ({type(exc).__name__}: {exc})") from exc
+        on = f" on {setup.providers[0]}" if setup.plugin else ""
+        raise ModelLoadError(f"onnxruntime cannot load {label}{on} ({type(exc).__name__}: {_essence(exc)})") from exc
     tuning_results = (inference_settings or {}).get("tuning_op_result")
     if tuning_results:
         try:
@@ -128,13 +174,56 @@ def create_session(
     return session
 
 
+# Settings that choose where a session runs: a target replaces them, the rest of a model's settings stay.
+PROVIDER_KEYS = ("execution_provider", "execution_providers", "provider_options", "device")
+
+
+def settings_on_target(settings: Mapping[str, Any] | None, target: Any) -> dict[str, Any]:
+    """``settings`` moved to ``target`` (an :class:`~olive.hardware.AcceleratorSpec`): the target's provider,
+    options and device, the rest of ``settings`` (session options, say) kept. Passes that measure a model
+    (accuracy guards, sensitivity, session tuning) score it where it will run this way."""
+    kept = {k: v for k, v in (settings or {}).items() if k not in PROVIDER_KEYS}
+    return {**kept, **target.inference_settings()}
+
+
 def describe_session(session: onnxruntime.InferenceSession) -> dict[str, Any]:
-    """The providers a session runs on and its main options, as plain JSON values (for metadata)."""
+    """The providers a session runs on and its main options, as plain JSON values (for metadata).
+
+    For a session on a plugin provider, ``nodes_by_provider`` counts the nodes each provider took and
+    ``nodes_not_taken`` lists (up to 20 of) those the first provider left to the others, as ``name (OpType)``.
+    """
     options = session.get_session_options()
-    return {
+    described: dict[str, Any] = {
         "providers": session.get_providers(),
         "session_options": {name: _plain(getattr(options, name)) for name in _DESCRIBED_OPTIONS},
     }
+    if _config_entry(options, _ASSIGNMENT_ENTRY) == "1":
+        described.update(node_assignment(session))
+    return described
+
+
+def node_assignment(session: onnxruntime.InferenceSession) -> dict[str, Any]:
+    """Which provider took how many nodes, and the nodes the first provider did not take."""
+    try:
+        subgraphs = session.get_provider_graph_assignment_info()
+    except Exception:  # the session was not asked to record it
+        return {}
+    counts: dict[str, int] = {}
+    nodes: dict[str, list[str]] = {}
+    for subgraph in subgraphs:
+        taken = list(subgraph.get_nodes())
+        counts[subgraph.ep_name] = counts.get(subgraph.ep_name, 0) + len(taken)
+        nodes.setdefault(subgraph.ep_name, []).extend(f"{n.name} ({n.op_type})" for n in taken)
+    first = session.get_providers()[0]
+    left = [node for ep, names in nodes.items() if ep != first for node in names]
+    return {"nodes_by_provider": counts, "nodes_not_taken": left[:20], "nodes_not_taken_count": len(left)}
+
+
+def _config_entry(options: onnxruntime.SessionOptions, key: str) -> str | None:
+    try:
+        return options.get_session_config_entry(key)
+    except Exception:  # onnxruntime raises for an entry never set
+        return None
 
 
 def _session_options(values: Any, where: str) -> onnxruntime.SessionOptions:
@@ -206,9 +295,10 @@ def _enum_value(enum_type: Any, value: Any, where: str) -> Any:
     raise ModelLoadError(f"unknown {enum_type.__name__} value {value!r}; use one of {numbers}", owner=where)
 
 
-def _providers(requested: Any, provider_options: Any, where: str) -> tuple[list[str], list[dict[str, Any]] | None]:
-    import onnxruntime as ort
-
+def _requested_providers(
+    requested: Any, provider_options: Any, where: str
+) -> tuple[list[str], list[dict[str, Any] | None]]:
+    """Provider names and the options given for each (inline ``[name, {options}]`` or ``provider_options``)."""
     entries = [requested] if isinstance(requested, str) else list(requested)
     names: list[str] = []
     inline: list[dict[str, Any] | None] = []
@@ -237,6 +327,56 @@ def _providers(requested: Any, provider_options: Any, where: str) -> tuple[list[
                 owner=where,
             )
         inline = [dict(options) for options in provider_options]
+    return names, inline
+
+
+def _adapters(names: list[str], where: str) -> list[Any]:
+    """The adapter of each plugin provider among ``names`` (None for the others)."""
+    adapters = []
+    for name in names:
+        try:
+            adapters.append(adapter_for(name))
+        except (PluginLoadError, ExecutionProviderError) as exc:
+            raise ModelLoadError(exc.reason, owner=where) from exc
+    return adapters
+
+
+def _add_plugin_providers(
+    options: onnxruntime.SessionOptions,
+    names: list[str],
+    inline: list[dict[str, Any] | None],
+    adapters: list[Any],
+    device: str | None,
+    where: str,
+) -> None:
+    """Add every provider to ``options`` for its device: plugin providers through their adapter, built-in ones
+    by name. The CPU provider takes whatever the others leave, named or not."""
+    for index, (name, given, adapter) in enumerate(zip(names, inline, adapters, strict=True)):
+        owner = f"{where}.provider_options[{index}]"
+        if adapter is None:
+            if name != "CPUExecutionProvider":
+                options.add_provider(name, {k: str(v) for k, v in (given or {}).items()})
+            continue
+        try:
+            checked = adapter.check_options(given or {}, owner)
+            ep_device = select_device(adapter, name, device)
+        except ExecutionProviderError as exc:
+            raise ModelLoadError(exc.reason, owner=exc.owner or where) from exc
+        options.add_provider_for_devices([ep_device], adapter.provider_options(checked, ep_device))
+    options.add_session_config_entry(_ASSIGNMENT_ENTRY, "1")
+
+
+def _essence(exc: BaseException) -> str:
+    """onnxruntime's message without its source locations: the lines that say what is wrong, joined."""
+    text = re.sub(r"Exception from \S+:\d+:\s*", "", str(exc))
+    return " ".join(text.split())
+
+
+def _available_providers(
+    names: list[str], inline: list[dict[str, Any] | None], where: str
+) -> tuple[list[str], list[dict[str, Any]] | None]:
+    import onnxruntime as ort
+
     available = ort.get_available_providers()
     kept = [index for index, name in enumerate(names) if name in available]
     lacking = [name for name in names if name not in available]

@@ -88,6 +88,8 @@ class NamedTypeRegistry:
     :param entry_points: scan installed distributions (False: only what is registered in-process).
     :param policy: allow/block lists; read from the environment when None.
     :param exempt: distributions the allow/block lists never apply to (olive-core's own entries).
+    :param fallbacks: distributions whose entries give way to another distribution's entry of the same name
+        (olive-core's built-in adapters yield to one a provider's own package ships).
     """
 
     def __init__(
@@ -101,6 +103,7 @@ class NamedTypeRegistry:
         entry_points: bool = True,
         policy: PluginPolicy | None = None,
         exempt: Collection[str] = (),
+        fallbacks: Collection[str] = (),
     ):
         self.group = group
         self.kind = kind
@@ -110,6 +113,7 @@ class NamedTypeRegistry:
         self.error_type = error_type
         self.policy = policy if policy is not None else PluginPolicy.from_env()
         self._exempt = {normalize_name(name) for name in exempt}
+        self._fallbacks = {normalize_name(name) for name in fallbacks}
         self._scan = entry_points
         self._entries: list[TypeEntry] | None = None
         self._lock = threading.RLock()
@@ -165,6 +169,9 @@ class NamedTypeRegistry:
         entries = self._all()
         matches = [e for e in entries if e.name == name] or [e for e in entries if e.name.lower() == name.lower()]
         usable = sorted((e for e in matches if e.status != BLOCKED), key=lambda e: normalize_name(e.distribution))
+        preferred = [e for e in usable if normalize_name(e.distribution) not in self._fallbacks]
+        if preferred:
+            usable = preferred
         if len({normalize_name(e.distribution) for e in usable}) > 1:
             raise self.error_type(
                 f"{self.kind} '{name}' is offered by {' and '.join(e.requirement for e in usable)}; "

@@ -58,6 +58,8 @@ class ReportData:
     #: the node the metrics compared with (the input model, or the first pass's output when the input model
     #: cannot be evaluated); None in files from runs without an evaluator or older runs
     reference_model_id: str | None = None
+    #: plain onnxruntime lines that run the chosen model on its (plugin) execution provider
+    deploy: list[str] = attrs.Factory(list)
     generated: str = attrs.Factory(lambda: datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
 
     # ---------------------------------------------------------------------------------------------
@@ -108,7 +110,12 @@ class ReportData:
         return [n for n in self.nodes if not n.get("is_candidate") and n.get("status") in ("failed", "pruned")]
 
     def pass_runs(self) -> list[dict[str, Any]]:
-        return [n for n in self.nodes if n.get("parent_model_id") is not None]
+        # A node placing a model on another target is not a pass run.
+        return [n for n in self.nodes if n.get("parent_model_id") is not None and not n.get("target_of")]
+
+    def targets(self) -> list[str]:
+        """The labels of the targets candidates ran on (provider, device, options), in the order first seen."""
+        return list(dict.fromkeys((n.get("target") or {}).get("label") for n in self.nodes if n.get("target")))
 
     def metric_keys(self) -> list[str]:
         """Objectives in priority order, then every other metric in the order first seen."""
@@ -214,6 +221,7 @@ def report_data_from_footprint(
     output_model: str | None = None,
     olive_core_version: str | None = None,
     goals: Mapping[str, str] | None = None,
+    deploy: list[str] | None = None,
 ) -> ReportData:
     """Build the report's data from the contents of ``footprint.json``."""
     nodes = footprint.get("nodes")
@@ -230,6 +238,7 @@ def report_data_from_footprint(
         olive_core_version=olive_core_version,
         goals=dict(goals or {}),
         reference_model_id=footprint.get("reference_model_id"),
+        deploy=list(deploy or []),
     )
 
 
@@ -252,8 +261,11 @@ def load_report_data(output_dir: str | Path, goals: Mapping[str, str] | None = N
     output_model = None
     if footprint.get("best_model_id") and (output_dir / "model.onnx").is_file():
         output_model = str((output_dir / "model.onnx").resolve())
+    deploy = (
+        (model_config.get("target") or {}).get("deploy") if isinstance(model_config.get("target"), Mapping) else None
+    )
     return report_data_from_footprint(
-        footprint, output_model, model_config.get("olive_core_version") or _core_version(), goals
+        footprint, output_model, model_config.get("olive_core_version") or _core_version(), goals, deploy
     )
 
 

@@ -187,9 +187,14 @@ def _summary(data: ReportData) -> str:
         return f'<div class="summary failed"><strong>No model was chosen.</strong> {_e(reason)}</div>'
     steps = " → ".join(f"{s.pass_key} ({s.pass_name})" for s in data.chain(best))
     where = f"<br>Written to <code>{_e(data.output_model)}</code>" if data.output_model else ""
+    label = (best.get("target") or {}).get("label")
+    on = f", on {label}" if (label and len(data.targets()) > 1) or (label and not label.startswith("cpu-cpu")) else ""
+    deploy = ""
+    if data.deploy:
+        deploy = "<br>Run it with onnxruntime alone:<pre>" + _e("\n".join(data.deploy)) + "</pre>"
     return (
         f'<div class="summary"><strong>Chosen model:</strong> <code>{_e(best["model_id"])}</code>, '
-        f"from {_e(steps or 'the input model')}{where}{_comparison(data)}</div>"
+        f"from {_e(steps or 'the input model')}{_e(on)}{where}{_comparison(data)}{deploy}</div>"
     )
 
 
@@ -288,9 +293,21 @@ def _config_cell(data: ReportData, node: Mapping[str, Any]) -> str:
     return f"<details><summary>config</summary><pre>{_e(_json(configs))}</pre></details>"
 
 
+def _target_cell(node: Mapping[str, Any]) -> str:
+    target = node.get("target") or {}
+    text = _e(target.get("label") or "")
+    if target.get("nodes_not_taken_count"):
+        left = ", ".join(target.get("nodes_not_taken") or [])
+        text += (
+            f'<div class="error">{_e(target["nodes_not_taken_count"])} node(s) left to another provider: '
+            f"{_e(left)}</div>"
+        )
+    return text
+
+
 def _candidate_table(data: ReportData) -> str:
     keys = data.metric_keys()
-    head = ["", "model", "status", "passes (searched values)"]
+    head = ["", "model", "status", "passes (searched values)", "execution provider (options)"]
     head += [
         f"{k}{' ↑' if data.higher_is_better(k) else ' ↓' if data.higher_is_better(k) is False else ''}" for k in keys
     ]
@@ -313,6 +330,7 @@ def _candidate_table(data: ReportData) -> str:
             if kind == "baseline"
             else f'<span class="status-{_e(status)}">{_e(status)}</span>',
             _chain_cell(data, node),
+            _target_cell(node),
         ]
         cells += [f'<td class="num">{_e(format_metric(k, metric_value(node, k)))}</td>' for k in keys]
         goals = {True: "met", False: "missed", None: ""}.get(node.get("meets_goals"), "")

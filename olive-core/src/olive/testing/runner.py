@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from olive.exceptions import OliveError
 from olive.hardware.accelerator import DEFAULT_CPU_ACCELERATOR
+from olive.measure.sessions import create_session
 from olive.model.handler import ONNXModelHandler
 from olive.testing.scratch import scratch_dir
 
@@ -25,12 +26,10 @@ def check_model_loads(model: OliveModelHandler) -> None:
     """Raise :class:`OliveError` unless ``model`` is an ONNX model whose file onnxruntime can load."""
     if not isinstance(model, ONNXModelHandler):
         return
-    import onnxruntime
-
     try:
-        onnxruntime.InferenceSession(str(model.model_path), providers=["CPUExecutionProvider"])
-    except Exception as exc:
-        raise OliveError(f"the model at {model.model_path} does not load in onnxruntime: {exc}") from exc
+        create_session(model.model_path, {"execution_provider": "CPUExecutionProvider"})
+    except OliveError as exc:
+        raise OliveError(f"the model at {model.model_path} does not load in onnxruntime: {exc.reason}") from exc
 
 
 def run_pass(

@@ -128,8 +128,18 @@ class InputModelConfig:
 
 @attrs.frozen
 class AcceleratorConfig:
+    """One accelerator of a system: a device and the execution providers to run on it.
+
+    Each provider is a target the workflow's candidates are evaluated on (several: the search covers them).
+    ``provider_options`` maps a provider to its options, given in the workflow as ``[name, {options}]``; an
+    option's value may be a search parameter (``{"olive_parameter_type": "SearchParameter", "type":
+    "Categorical", "support": [...]}``) or ``"SEARCHABLE_VALUES"``, which the search covers too.
+    """
+
     device: str
     execution_providers: list[str]
+    provider_options: dict[str, dict[str, Any]] = attrs.Factory(dict)
+    json_path: str = "accelerator"
 
 
 @attrs.frozen
@@ -393,13 +403,22 @@ class _Parser:
         expect(eps, list, f"{path}.execution_providers", "a list of execution provider names")
         if not eps:
             raise config_error(f"{path}.execution_providers", 'empty; add e.g. "CPUExecutionProvider"')
+        names: list[str] = []
+        options: dict[str, dict[str, Any]] = {}
         for i, ep in enumerate(eps):
-            expect(ep, str, f"{path}.execution_providers[{i}]", "an execution provider name")
-        device = value.get("device") or PROVIDER_DEVICE.get(eps[0], "gpu")
+            where = f"{path}.execution_providers[{i}]"
+            if isinstance(ep, list) and len(ep) == 2 and isinstance(ep[0], str):
+                ep, given = ep
+                options[ep] = dict(expect(given, dict, f"{where}[1]", "an object of provider options"))
+            expect(ep, str, where, "an execution provider name, or [name, {options}]")
+            if ep in names:
+                raise config_error(where, f"'{ep}' is listed twice; list each provider once")
+            names.append(ep)
+        device = value.get("device") or PROVIDER_DEVICE.get(names[0], "gpu")
         device = choice(
             str(device).lower() if isinstance(device, str) else device, ("cpu", "gpu", "npu"), f"{path}.device"
         )
-        return AcceleratorConfig(device=device, execution_providers=list(eps))
+        return AcceleratorConfig(device=device, execution_providers=names, provider_options=options, json_path=path)
 
     def system_ref(self, value: Any, path: str, systems: dict[str, SystemConfig]) -> SystemConfig:
         if isinstance(value, dict):

@@ -21,13 +21,13 @@ from olive.engine.hooks import fire
 from olive.engine.output_writer import check_output_dir, write_outputs
 from olive.engine.plan import resolve_plan
 from olive.exceptions import (
-    ExecutionProviderError,
     ModelLoadError,
     OliveError,
     WorkflowConfigError,
     closest_match_hint,
 )
-from olive.hardware.accelerator import AcceleratorSpec, filter_execution_providers
+from olive.execution_providers.targets import resolve_targets
+from olive.hardware.accelerator import AcceleratorSpec
 from olive.logs import OnceFilter, olive_logs, once_per_message
 from olive.model.handler import ONNXModelHandler
 from olive.paths import system_folder_reason
@@ -53,6 +53,8 @@ class PreparedWorkflow:
     plans: list[PassPlan]
     accelerator: AcceleratorSpec
     execution_providers: list[str]
+    #: every target candidates are evaluated on; the first is ``accelerator``
+    targets: list[AcceleratorSpec] = attrs.Factory(list)
 
     def search_space_sizes(self) -> dict[str, int]:
         return {plan.key: plan.size() for plan in self.plans}
@@ -60,30 +62,21 @@ class PreparedWorkflow:
     def total_size(self) -> int:
         sizes = list(self.search_space_sizes().values())
         strategy = self.workflow.search_strategy
+        targets = max(len(self.targets), 1)  # each search covers every target
         if strategy is not None and strategy.execution_order == "pass-by-pass":
-            return sum(sizes)
-        total = 1
+            return sum(size * targets for size in sizes)
+        total = targets
         for size in sizes:
             total *= size
         return total
 
 
-def _accelerator(workflow: WorkflowConfig) -> tuple[AcceleratorSpec, list[str]]:
-    if workflow.target is None:
-        return AcceleratorSpec("cpu", "CPUExecutionProvider"), ["CPUExecutionProvider"]
-    accelerator = workflow.target.accelerators[0]
-    if len(workflow.target.accelerators) > 1:
-        logger.warning(
-            "target '%s' lists %d accelerators; this version runs on the first (%s)",
-            workflow.target.name,
-            len(workflow.target.accelerators),
-            accelerator.device,
-        )
-    try:
-        providers = filter_execution_providers(accelerator.execution_providers)
-    except ExecutionProviderError as exc:
-        raise WorkflowConfigError(f"{workflow.target.json_path}[0].execution_providers: {exc}") from exc
-    return AcceleratorSpec(accelerator.device, providers[0]), providers
+def _accelerator(workflow: WorkflowConfig) -> tuple[AcceleratorSpec, list[str], list[AcceleratorSpec]]:
+    """The targets candidates are evaluated on (every accelerator and provider of the target system, with each
+    searched option value), the first of them (passes are resolved and the input model measured on it) and its
+    provider."""
+    targets = resolve_targets(workflow)
+    return targets[0], [targets[0].execution_provider], targets
 
 
 def _check_folder(path: Path, key: str) -> None:
@@ -160,7 +153,7 @@ def prepare(config_or_path: Any, **overrides: Any) -> PreparedWorkflow:
     _check_folder(workflow.output_dir, "output_dir")
     _check_input_model(workflow)
     check_output_dir(workflow.output_dir)
-    accelerator, providers = _accelerator(workflow)
+    accelerator, providers, targets = _accelerator(workflow)
     plans = resolve_plan(workflow, accelerator)
     check_evaluator(workflow)
     if strategy_executor(workflow) == "ray":
@@ -178,7 +171,7 @@ def prepare(config_or_path: Any, **overrides: Any) -> PreparedWorkflow:
                 f"search_strategy.sampler: unknown sampler '{strategy.sampler}'"
                 f"{closest_match_hint(strategy.sampler, samplers)}; use one of {', '.join(samplers)}"
             )
-    return PreparedWorkflow(workflow, plans, accelerator, providers)
+    return PreparedWorkflow(workflow, plans, accelerator, providers, targets)
 
 
 def run(
@@ -224,7 +217,11 @@ def _execute(prepared: PreparedWorkflow, show_progress: bool) -> WorkflowOutput:
     cache.ensure()
     cache.clean_stale_tmp()
     evaluator = ModelEvaluator.for_workflow(
-        workflow, prepared.execution_providers, cache, keep_results=not workflow.clean_evaluation_cache
+        workflow,
+        prepared.execution_providers,
+        cache,
+        keep_results=not workflow.clean_evaluation_cache,
+        target=prepared.accelerator,
     )
     fire("olive_workflow_start", workflow=workflow)
     output = None
@@ -240,6 +237,7 @@ def _execute(prepared: PreparedWorkflow, show_progress: bool) -> WorkflowOutput:
                 cache,
                 evaluator,
                 show_progress,
+                targets=prepared.targets,
             )
             output = engine.run()
             try:
