@@ -20,16 +20,20 @@ saying what it takes; a run that onnxruntime refuses is a :class:`ModelRunError`
 onnxruntime lacks are dropped with a warning while one named provider remains; none left is an error.
 :func:`session_setup` turns settings into what ``InferenceSession`` takes, so a new way of choosing
 providers (plugin execution-provider libraries, say) is a change to that function alone.
+:func:`check_inference_settings` is its first step, and checks settings without onnxruntime: a workflow's
+settings are checked with it when the workflow is read.
 """
 
 from __future__ import annotations
 
 import logging
+import numbers
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from olive.exceptions import ModelLoadError, OliveError, closest_match_hint
+from olive.paths import unusable_reason
 
 if TYPE_CHECKING:
     import onnxruntime
@@ -45,6 +49,37 @@ _ENUM_OPTIONS = {
     "execution_mode": "ExecutionMode",
     "execution_order": "ExecutionOrder",
     "graph_optimization_level": "GraphOptimizationLevel",
+}
+# onnxruntime's enums by name and number (checked against onnxruntime by the tests; a value missing here is
+# looked up in the installed onnxruntime before it is refused).
+ENUM_MEMBERS: dict[str, dict[str, int]] = {
+    "ExecutionMode": {"ORT_SEQUENTIAL": 0, "ORT_PARALLEL": 1},
+    "ExecutionOrder": {"DEFAULT": 0, "PRIORITY_BASED": 1, "MEMORY_EFFICIENT": 2},
+    "GraphOptimizationLevel": {
+        "ORT_DISABLE_ALL": 0,
+        "ORT_ENABLE_BASIC": 1,
+        "ORT_ENABLE_EXTENDED": 2,
+        "ORT_ENABLE_LAYOUT": 3,
+        "ORT_ENABLE_ALL": 99,
+    },
+}
+# The other SessionOptions attributes: their kind, and for numbers the range onnxruntime takes (its fields are
+# 32-bit; thread counts beyond a few thousand only exhaust the machine). An attribute missing here is looked up
+# in the installed onnxruntime before it is refused.
+SESSION_OPTIONS: dict[str, tuple[type, int | None, int | None]] = {
+    "enable_cpu_mem_arena": (bool, None, None),
+    "enable_mem_pattern": (bool, None, None),
+    "enable_mem_reuse": (bool, None, None),
+    "enable_profiling": (bool, None, None),
+    "use_deterministic_compute": (bool, None, None),
+    "use_per_session_threads": (bool, None, None),
+    "inter_op_num_threads": (int, 0, 4096),
+    "intra_op_num_threads": (int, 0, 4096),
+    "log_severity_level": (int, -1, 4),
+    "log_verbosity_level": (int, 0, 1000),
+    "logid": (str, None, None),
+    "optimized_model_filepath": (str, None, None),
+    "profile_file_prefix": (str, None, None),
 }
 _KINDS = {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}
 # What a session's metadata reports of its options (the ones tuning and the metrics set).
@@ -63,26 +98,61 @@ class SessionSetup(NamedTuple):
     provider_options: list[dict[str, Any]] | None
 
 
-def session_setup(
-    inference_settings: Mapping[str, Any] | None = None,
-    execution_providers: Sequence[Any] | str | None = None,
-    where: str = "inference_settings",
-) -> SessionSetup:
-    """Session options and providers from ``inference_settings``.
+def check_inference_settings(inference_settings: Any, where: str = "inference_settings") -> dict[str, Any]:
+    """The settings as a dict, if every key is known and every value of the kind (and range) it takes.
 
-    :param execution_providers: used instead of the settings' providers when given.
-    :param where: how errors name the settings (a JSON path, a metric).
+    Needs no onnxruntime: it checks types, ranges and enum names from the tables here, and consults the
+    installed onnxruntime only for a name they lack. Whether the named providers are installed is for
+    :func:`session_setup` to say.
+
+    :raises ModelLoadError: naming the setting (``where`` and the key) and what it takes.
     """
-    settings = dict(inference_settings or {})
+    if inference_settings is None:
+        return {}
+    if not isinstance(inference_settings, Mapping):
+        raise ModelLoadError(f"expected a dict of inference settings, got {inference_settings!r}", owner=where)
+    settings = dict(inference_settings)
     unknown = [key for key in settings if key not in SETTING_KEYS + RECORDED_KEYS]
     if unknown:
         raise ModelLoadError(
-            f"unknown key '{unknown[0]}'{closest_match_hint(unknown[0], SETTING_KEYS)}; inference_settings take "
+            f"unknown key '{unknown[0]}'{closest_match_hint(str(unknown[0]), SETTING_KEYS)}; inference_settings take "
             f"{', '.join(SETTING_KEYS)}",
             owner=where,
         )
     if "execution_provider" in settings and "execution_providers" in settings:
         raise ModelLoadError("give execution_provider or execution_providers, not both", owner=where)
+    _check_session_options(settings.get("session_options"), f"{where}.session_options")
+    requested = settings.get("execution_provider") or settings.get("execution_providers")
+    if requested is not None:
+        _provider_entries(requested, settings.get("provider_options"), where)
+    elif settings.get("provider_options") is not None:
+        # Their count is checked against the providers a session is made with (the run's, when none are named).
+        given = settings["provider_options"]
+        listed = given if isinstance(given, Sequence) and not isinstance(given, str | bytes) else [given]
+        if not all(_is_dict(options) for options in listed):
+            raise ModelLoadError(f"provider_options needs one dict per execution provider, got {given!r}", owner=where)
+    tuning = settings.get("tuning_op_result")
+    if tuning is not None and not (isinstance(tuning, Sequence) and not isinstance(tuning, str | bytes)):
+        raise ModelLoadError(f"expected a list of tuning results, got {tuning!r}", owner=f"{where}.tuning_op_result")
+    if settings.get("io_bind") is not None and not isinstance(settings["io_bind"], bool):
+        raise ModelLoadError(f"expected true or false, got {settings['io_bind']!r}", owner=f"{where}.io_bind")
+    result_file = settings.get("tuning_result_file")
+    if result_file is not None and not isinstance(result_file, str):
+        raise ModelLoadError(f"expected a file name, got {result_file!r}", owner=f"{where}.tuning_result_file")
+    return settings
+
+
+def session_setup(
+    inference_settings: Mapping[str, Any] | None = None,
+    execution_providers: Sequence[Any] | str | None = None,
+    where: str = "inference_settings",
+) -> SessionSetup:
+    """Session options and providers from ``inference_settings`` (checked by :func:`check_inference_settings`).
+
+    :param execution_providers: used instead of the settings' providers when given.
+    :param where: how errors name the settings (a JSON path, a metric).
+    """
+    settings = check_inference_settings(inference_settings, where)
     options = _session_options(settings.get("session_options"), f"{where}.session_options")
     requested = execution_providers or settings.get("execution_provider") or settings.get("execution_providers")
     providers, provider_options = _providers(
@@ -137,17 +207,76 @@ def describe_session(session: onnxruntime.InferenceSession) -> dict[str, Any]:
     }
 
 
+def _check_session_options(values: Any, where: str) -> None:
+    if values is None:
+        return
+    if not isinstance(values, Mapping):
+        raise ModelLoadError(f"expected a dict of onnxruntime session options, got {values!r}", owner=where)
+    for key, value in values.items():
+        if value is None:
+            continue
+        option = f"{where}.{key}"
+        if key == "extra_session_config":
+            if not isinstance(value, Mapping):
+                raise ModelLoadError(f"expected a dict of session config entries, got {value!r}", owner=option)
+            for entry, setting in value.items():
+                if not isinstance(setting, str | int | float | bool):
+                    raise ModelLoadError(
+                        f"entry '{entry}' = {setting!r}: a session config entry takes a string (or a number)",
+                        owner=option,
+                    )
+        elif key in _ENUM_OPTIONS:
+            _check_enum(_ENUM_OPTIONS[key], value, option)
+        elif key in SESSION_OPTIONS:
+            kind, minimum, maximum = SESSION_OPTIONS[key]
+            fits = isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
+            if not fits:
+                raise ModelLoadError(f"{value!r} is not a valid value; it takes {_KINDS[kind]}", owner=option)
+            if kind is int and not minimum <= value <= maximum:
+                raise ModelLoadError(
+                    f"{value} is out of range; it takes a whole number from {minimum} to {maximum}", owner=option
+                )
+            if key == "optimized_model_filepath" and value and unusable_reason(value):
+                raise ModelLoadError(f"'{value}' cannot be a path: {unusable_reason(value)}", owner=option)
+        elif not _onnxruntime_has_option(key):
+            names = [*SESSION_OPTIONS, *_ENUM_OPTIONS, "extra_session_config"]
+            raise ModelLoadError(
+                f"unknown onnxruntime session option '{key}'{closest_match_hint(str(key), names)}; session_options "
+                "take onnxruntime.SessionOptions attributes (intra_op_num_threads, inter_op_num_threads, ...), "
+                "execution_mode, graph_optimization_level and extra_session_config",
+                owner=where,
+            )
+
+
+def _onnxruntime_has_option(name: Any) -> bool:
+    # An attribute a newer onnxruntime added; its value is checked when a session is made.
+    import onnxruntime as ort
+
+    return isinstance(name, str) and isinstance(getattr(ort.SessionOptions, name, None), property)
+
+
+def _check_enum(enum_name: str, value: Any, where: str) -> None:
+    members = ENUM_MEMBERS[enum_name]
+    if isinstance(value, str) and value in members:
+        return
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) in members.values():
+        return
+    if isinstance(value, str | int) and not isinstance(value, bool):
+        import onnxruntime as ort
+
+        enum_type = getattr(ort, enum_name)
+        _enum_value(enum_type, value, where)  # a member a newer onnxruntime added passes; others raise
+        return
+    numbers_ = ", ".join(f"{name} ({number})" for name, number in members.items())
+    raise ModelLoadError(f"unknown {enum_name} value {value!r}; use one of {numbers_}", owner=where)
+
+
 def _session_options(values: Any, where: str) -> onnxruntime.SessionOptions:
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     if values is None:
         return options
-    if not isinstance(values, Mapping):
-        raise ModelLoadError(f"expected a dict of onnxruntime session options, got {values!r}", owner=where)
-    settable = sorted(
-        name for name in dir(ort.SessionOptions) if isinstance(getattr(ort.SessionOptions, name, None), property)
-    )
     for key, value in values.items():
         if value is None:
             continue
@@ -155,7 +284,7 @@ def _session_options(values: Any, where: str) -> onnxruntime.SessionOptions:
             _add_config_entries(options, value, f"{where}.extra_session_config")
         elif key in _ENUM_OPTIONS:
             setattr(options, key, _enum_value(getattr(ort, _ENUM_OPTIONS[key]), value, f"{where}.{key}"))
-        elif key in settable:
+        else:
             try:
                 setattr(options, key, value)
             except (TypeError, ValueError):
@@ -163,14 +292,6 @@ def _session_options(values: Any, where: str) -> onnxruntime.SessionOptions:
                 raise ModelLoadError(
                     f"{value!r} is not a valid value; it takes {kind}", owner=f"{where}.{key}"
                 ) from None
-        else:
-            names = [*settable, *_ENUM_OPTIONS, "extra_session_config"]
-            raise ModelLoadError(
-                f"unknown onnxruntime session option '{key}'{closest_match_hint(str(key), names)}; session_options "
-                "take onnxruntime.SessionOptions attributes (intra_op_num_threads, inter_op_num_threads, ...), "
-                "execution_mode, graph_optimization_level and extra_session_config",
-                owner=where,
-            )
     return options
 
 
@@ -206,10 +327,18 @@ def _enum_value(enum_type: Any, value: Any, where: str) -> Any:
     raise ModelLoadError(f"unknown {enum_type.__name__} value {value!r}; use one of {numbers}", owner=where)
 
 
-def _providers(requested: Any, provider_options: Any, where: str) -> tuple[list[str], list[dict[str, Any]] | None]:
-    import onnxruntime as ort
-
-    entries = [requested] if isinstance(requested, str) else list(requested)
+def _provider_entries(
+    requested: Any, provider_options: Any, where: str
+) -> tuple[list[str], list[dict[str, Any] | None]]:
+    """The provider names and their options (inline or from ``provider_options``), checked for shape."""
+    if isinstance(requested, str):
+        entries = [requested]
+    elif isinstance(requested, Sequence) and not isinstance(requested, bytes):
+        entries = list(requested)
+    else:
+        raise ModelLoadError(
+            f"expected a provider name or a list of them, got {requested!r}", owner=f"{where}.execution_provider"
+        )
     names: list[str] = []
     inline: list[dict[str, Any] | None] = []
     for entry in entries:
@@ -237,6 +366,13 @@ def _providers(requested: Any, provider_options: Any, where: str) -> tuple[list[
                 owner=where,
             )
         inline = [dict(options) for options in provider_options]
+    return names, inline
+
+
+def _providers(requested: Any, provider_options: Any, where: str) -> tuple[list[str], list[dict[str, Any]] | None]:
+    import onnxruntime as ort
+
+    names, inline = _provider_entries(requested, provider_options, where)
     available = ort.get_available_providers()
     kept = [index for index, name in enumerate(names) if name in available]
     lacking = [name for name in names if name not in available]
