@@ -221,21 +221,22 @@ class CacheStore:
         return self.root / "runs" / key[:2] / key
 
     def get_run(
-        self, key: str, content_hash: Callable[[dict[str, Any]], str] | None = None, repair: bool = False
+        self, key: str, model_of: Callable[[dict[str, Any]], Any] | None = None, repair: bool = False
     ) -> dict[str, Any] | None:
         """The record of a finished run, with ``entry_dir`` added, or None when there is none or it is corrupt.
 
-        The entry is checked (see the module doc): its record's shape and paths, then its output files' sizes and
-        modification times; where those differ from the recorded ones (a copied cache, a touched or replaced
-        file) or the record has none, ``content_hash(record)`` must equal the recorded ``output_hash``.
-        Without ``content_hash`` an entry that needs it counts as corrupt.
+        The entry is checked (see the module doc): its record's shape and paths, and that ``model_of(record)``
+        makes a model handler of it (it reads no model file); then its output files' sizes and modification
+        times; where those differ from the recorded ones (a copied cache, a touched or replaced file) or the
+        record has none, the handler's :func:`hash_model` must equal the recorded ``output_hash``. Without
+        ``model_of`` an entry that needs the hash counts as corrupt.
 
         :param repair: remove a corrupt entry, with a warning naming it. Only the holder of the run's lock
             (:meth:`run_lock`) repairs, so no entry another process has just written is removed.
         """
         entry = self.run_dir(key)
         try:
-            record = self._checked_run(key, entry, content_hash)
+            record = self._checked_run(key, entry, model_of)
         except FileNotFoundError:
             return None
         except CorruptEntry as exc:
@@ -244,9 +245,7 @@ class CacheStore:
             return None
         return record
 
-    def _checked_run(
-        self, key: str, entry: Path, content_hash: Callable[[dict[str, Any]], str] | None
-    ) -> dict[str, Any]:
+    def _checked_run(self, key: str, entry: Path, model_of: Callable[[dict[str, Any]], Any] | None) -> dict[str, Any]:
         if entry.is_symlink():
             raise CorruptEntry("the entry is a symlink")
         if not entry.exists():
@@ -279,13 +278,19 @@ class CacheStore:
             except UnsafeName as exc:
                 raise CorruptEntry(f"a file it lists is not inside the entry ({exc})") from None
         record["entry_dir"] = str(entry)
+        model = None
+        if model_of is not None:
+            try:
+                model = model_of(record)
+            except Exception as exc:  # a handler that cannot be made of it: as corrupt as other bytes
+                raise CorruptEntry(f"its model cannot be made ({type(exc).__name__}: {exc})") from None
         if rel is not None and files is not None and _files_unchanged(entry, files):
             return record
-        if content_hash is None:
+        if model is None:
             raise CorruptEntry("its output differs from what was recorded and there is no way to check its content")
         try:
-            digest = content_hash(record)
-        except Exception as exc:  # a model that no longer loads is as corrupt as one with other bytes
+            digest = hash_model(model)
+        except Exception as exc:  # an output that cannot be read any more
             raise CorruptEntry(f"its output cannot be read ({type(exc).__name__}: {exc})") from None
         if digest != record["output_hash"]:
             raise CorruptEntry("its output's content is not what the run made (hash mismatch)")

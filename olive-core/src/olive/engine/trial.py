@@ -60,11 +60,6 @@ def model_from_record(record: dict[str, Any]) -> OliveModelHandler:
     return model_from_json(model_json)
 
 
-def record_content_hash(record: dict[str, Any]) -> str:
-    """The content hash of a cached run's output as it is on disk now (to compare with its ``output_hash``)."""
-    return hash_model(model_from_record(record))
-
-
 @attrs.define
 class TrialContext:
     """What every trial of one search needs; sent to each worker once.
@@ -212,12 +207,12 @@ class TrialWorker:
         that waited for another doing the same run reuses its entry.
         """
         cache = self.cache
-        record = cache.get_run(key, record_content_hash)
+        record = cache.get_run(key, model_from_record)
         if record is not None:
             return record, True
         with cache.host_lock(shared=True), cache.run_lock(key):
             # A corrupt entry is removed under the lock (and the run done again), never used.
-            record = cache.get_run(key, record_content_hash, repair=True)
+            record = cache.get_run(key, model_from_record, repair=True)
             if record is not None:
                 return record, True
             return self._run_into_cache(alternative, config, model, key), False
@@ -257,7 +252,7 @@ class TrialWorker:
                 "session": cache.session_id,
             }
             (tmp / "run.json").write_text(json.dumps(record, indent=1, sort_keys=True, default=str))
-        stored = cache.get_run(key, record_content_hash)
+        stored = cache.get_run(key, model_from_record)
         if stored is None:
             raise PassRunError(
                 f"its cache entry '{cache.run_dir(key)}' does not hold what the run wrote (changed while it was "
