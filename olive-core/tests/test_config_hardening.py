@@ -447,3 +447,34 @@ def test_a_folder_where_a_file_belongs_is_named_as_such(tmp_path: Path) -> None:
     assert (
         _error(_dry_run(tmp_path, workflow)) == "passes.add.data_config: 'data.npz' is a folder; give the file itself"
     )
+
+
+# ------------------------------------------------------------------------------------------- found by fuzzing
+
+
+@pytest.mark.parametrize(
+    ("parameter", "expected"),
+    [
+        ({"type": {"colour": ""}, "support": ["a"]}, "unknown search parameter type {'colour': ''}"),
+        ({"type": ["Categorical"], "support": ["a"]}, "unknown search parameter type ['Categorical']"),
+        ({"type": "Categorical", "support": ["a"], "suport": ["b"]}, "unknown field 'suport'"),
+        ({"type": "Conditional", "parents": 3, "support": []}, "parents must be a param name or a list"),
+        ({"type": "Conditional", "parents": ["n"], "support": {"a": 1}}, "support must be a list"),
+        ({"type": "Conditional", "parents": ["n"], "support": [3]}, 'support entries are {"key"'),
+        (
+            {"type": "Conditional", "parents": ["n"], "support": [{"key": [[0]], "value": ["a"]}]},
+            "holds a list or an object",
+        ),
+        ({"type": "ConditionalDefault", "parents": ["n"], "support": [{"key": [{}], "value": "a"}]}, "holds a list"),
+    ],
+)
+def test_malformed_search_parameters_are_exit_2_naming_the_param(
+    tmp_path: Path, parameter: dict, expected: str
+) -> None:
+    workflow = base_workflow(
+        tmp_path,
+        passes={"add": {"type": "AddMatMuls", "marker": {"olive_parameter_type": "SearchParameter", **parameter}}},
+        search_strategy={"execution_order": "joint"},
+    )
+    message = _error(_dry_run(tmp_path, workflow))
+    assert message.startswith("passes.add (AddMatMuls): param 'marker': ") and expected in message, message
