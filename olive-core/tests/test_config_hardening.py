@@ -135,6 +135,12 @@ def test_path_options_are_checked_like_workflow_paths(tmp_path: Path) -> None:
     ]:
         result = CliRunner().invoke(cli, ["run-pass", "--pass-name", "AddMatMuls", *args], catch_exceptions=False)
         assert _error(result).startswith(expected), result.stderr
+    for command in ("info", "clean"):
+        result = CliRunner().invoke(cli, ["cache", command, "--cache-dir", str(tmp_path / "loop")])
+        assert (
+            _error(result)
+            == f"--cache-dir: '{tmp_path / 'loop'}' cannot be a path: it leads into a symlink loop; fix the path"
+        )
     assert (tmp_path / "afile").read_text() == "keep"
 
 
