@@ -484,3 +484,14 @@ def test_malformed_search_parameters_are_exit_2_naming_the_param(
     )
     message = _error(_dry_run(tmp_path, workflow))
     assert message.startswith("passes.add (AddMatMuls): param 'marker': ") and expected in message, message
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [("x" * 300, "longer than 255 bytes"), ("/etc/passwd", "absolute path"), ("../model.onnx", "folder separator")],
+)
+def test_onnx_file_name_is_a_file_name_in_the_model_folder(tmp_path: Path, name: str, reason: str) -> None:
+    workflow = base_workflow(tmp_path)
+    workflow["input_model"] = {"type": "ONNXModel", "model_path": str(tmp_path / "input"), "onnx_file_name": name}
+    message = _error(_dry_run(tmp_path, workflow))
+    assert message.startswith("input_model: onnx_file_name '") and reason in message, message

@@ -250,6 +250,7 @@ KEYS = st.one_of(
             "k" * 300,
             "key\udc80",
             "model_path",
+            "onnx_file_name",
             "batch_size",
             "max_samples",
             "execution_provider",
