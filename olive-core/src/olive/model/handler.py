@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from olive.config_errors import quoted, user_path
 from olive.exceptions import ModelLoadError, WorkflowConfigError, closest_match_hint
-from olive.paths import UnsafeName, check_plain_name
 from olive.measure.sessions import create_session
+from olive.paths import UnsafeName, check_plain_name
 
 if TYPE_CHECKING:
     import onnx
@@ -107,8 +107,8 @@ class ONNXModelHandler(OliveModelHandler):
                 check_plain_name(self.onnx_file_name)
             except UnsafeName as exc:
                 raise ModelLoadError(
-                    f"onnx_file_name {quoted(self.onnx_file_name)} is not a file name in the folder '{path}' ({exc}); give "
-                    "the name of the .onnx file in it"
+                    f"onnx_file_name {quoted(self.onnx_file_name)} is not a file name in the folder '{path}' "
+                    f"({exc}); give the name of the .onnx file in it"
                 ) from None
             candidate = path / self.onnx_file_name
             if not candidate.is_file():
