@@ -164,6 +164,12 @@ def test_path_options_are_checked_like_workflow_paths(tmp_path: Path) -> None:
         ({"execution_provider": [[1, 2]]}, "", "neither a provider name"),
         ({"tuning_op_result": "x"}, ".tuning_op_result", "a list of tuning results"),
         ({"io_bind": "yes"}, ".io_bind", "true or false"),
+        (
+            {"session_options": {"optimized_model_filepath": "x.onnx"}},
+            ".session_options.optimized_model_filepath",
+            "writes only into",
+        ),
+        ({"session_options": {"enable_profiling": True}}, ".session_options.enable_profiling", "profile file"),
     ],
 )
 @pytest.mark.parametrize("place", ["input_model", "metric"])

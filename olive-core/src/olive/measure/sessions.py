@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from olive.exceptions import ModelLoadError, OliveError, closest_match_hint
-from olive.paths import unusable_reason
 
 if TYPE_CHECKING:
     import onnxruntime
@@ -82,6 +81,15 @@ SESSION_OPTIONS: dict[str, tuple[type, int | None, int | None]] = {
     "profile_file_prefix": (str, None, None),
 }
 _KINDS = {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}
+# Options with which onnxruntime writes files of its own, outside the output and cache folders, once for every
+# session Olive makes (and over whatever file is there).
+_WRITES_FILES = {
+    "optimized_model_filepath": "onnxruntime would write the optimized model to this path for every session Olive "
+    "makes (over any file there); Olive writes only into output_dir and cache_dir: remove it (graph "
+    "optimization passes write optimized models)",
+    "enable_profiling": "onnxruntime would write a profile file into the current folder for every session Olive "
+    "makes; Olive writes only into output_dir and cache_dir: remove it (profile the model with onnxruntime itself)",
+}
 # What a session's metadata reports of its options (the ones tuning and the metrics set).
 _DESCRIBED_OPTIONS = ("intra_op_num_threads", "inter_op_num_threads", "execution_mode", "graph_optimization_level")
 
@@ -236,8 +244,8 @@ def _check_session_options(values: Any, where: str) -> None:
                 raise ModelLoadError(
                     f"{value} is out of range; it takes a whole number from {minimum} to {maximum}", owner=option
                 )
-            if key == "optimized_model_filepath" and value and unusable_reason(value):
-                raise ModelLoadError(f"'{value}' cannot be a path: {unusable_reason(value)}", owner=option)
+            if key in _WRITES_FILES and value:
+                raise ModelLoadError(_WRITES_FILES[key], owner=option)
         elif not _onnxruntime_has_option(key):
             names = [*SESSION_OPTIONS, *_ENUM_OPTIONS, "extra_session_config"]
             raise ModelLoadError(
