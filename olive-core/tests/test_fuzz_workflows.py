@@ -257,6 +257,8 @@ KEYS = st.one_of(
             "session_options",
             "inference_settings",
             "intra_op_num_threads",
+            "enable_profiling",
+            "optimized_model_filepath",
             "user_script",
             "data_config",
             "goal",
