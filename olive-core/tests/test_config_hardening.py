@@ -135,6 +135,9 @@ def test_path_options_are_checked_like_workflow_paths(tmp_path: Path) -> None:
     ]:
         result = CliRunner().invoke(cli, ["run-pass", "--pass-name", "AddMatMuls", *args], catch_exceptions=False)
         assert _error(result).startswith(expected), result.stderr
+    for config_file in (tmp_path / "loop", tmp_path / "loop" / "wf.json", tmp_path / ("w" * 300)):
+        result = CliRunner().invoke(cli, ["run", str(config_file)], catch_exceptions=False)
+        assert _error(result).startswith("config file '") and "cannot be a path" in result.stderr
     for command in ("info", "clean"):
         result = CliRunner().invoke(cli, ["cache", command, "--cache-dir", str(tmp_path / "loop")])
         assert (

@@ -25,6 +25,7 @@ from olive.config_errors import (
     load_yaml,
     number,
     printable,
+    quoted,
     type_name,
     user_path,
     whole_number,
@@ -261,7 +262,7 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     try:
         path = resolve_user_path(path)
     except UnusablePath as exc:
-        raise WorkflowConfigError(f"config file '{printable(path)}' cannot be a path: {exc}") from None
+        raise WorkflowConfigError(f"config file {quoted(path)} cannot be a path: {exc}") from None
     if path.is_dir():
         raise WorkflowConfigError(f"config file '{path}' is a folder; give the workflow file (JSON or YAML) in it")
     if not path.is_file():
@@ -299,8 +300,9 @@ def load_workflow_config(
     if isinstance(path_or_dict, Mapping):
         data, source, base_dir = dict(path_or_dict), None, Path.cwd()
     else:
+        data = read_config_file(path_or_dict)
         source = Path(path_or_dict).resolve()
-        data, base_dir = read_config_file(source), source.parent
+        base_dir = source.parent
     given = {k: v for k, v in overrides.items() if v is not None}
     check_document(data)
     check_document(given)
