@@ -504,3 +504,21 @@ def test_onnx_file_name_is_a_file_name_in_the_model_folder(tmp_path: Path, name:
     workflow["input_model"] = {"type": "ONNXModel", "model_path": str(tmp_path / "input"), "onnx_file_name": name}
     message = _error(_dry_run(tmp_path, workflow))
     assert message.startswith("input_model: onnx_file_name '") and reason in message, message
+
+
+def test_params_a_user_script_component_does_not_take_are_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "data.py").write_text(
+        "import numpy as np\n"
+        "def load(data_dir, rows=4):\n"
+        "    return [({'input': np.zeros(16, np.float32)}, 0) for _ in range(rows)]\n"
+        "def any_params(data_dir, **kwargs):\n"
+        "    return load(data_dir)\n"
+    )
+    workflow = _workflow(tmp_path)
+    workflow["data_configs"] = [
+        {"name": "calib", "user_script": "data.py", "load_dataset_config": {"type": "load", "params": {"row": 2}}}
+    ]
+    message = _error(_dry_run(tmp_path, workflow))
+    assert message.startswith("data_configs[0].load_dataset_config.row: unknown param of load (did you mean 'rows'?)")
+    workflow["data_configs"][0]["load_dataset_config"] = {"type": "any_params", "params": {"row": 2}}
+    assert _dry_run(tmp_path, workflow).exit_code == 0, "a function taking **kwargs takes any param"

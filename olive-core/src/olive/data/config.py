@@ -237,10 +237,22 @@ class DataConfig:
             input_specs(params, where, samples=max(samples, 1))
 
     def check_user_script(self) -> None:
-        """Import the user script and check every component it names exists (a clear error if not)."""
+        """Import the user script and check every component it names exists and takes the params given (unless
+        it takes ``**kwargs``): a clear error naming the JSON path if not."""
         for field, kind in COMPONENT_FIELDS.items():
             if getattr(self, field).type:
-                self.get_component(kind)
+                func, params = self.get_component(kind)
+                try:
+                    signature = inspect.signature(func).parameters.values()
+                except (TypeError, ValueError):  # a builtin or C function: nothing to check against
+                    continue
+                if any(p.kind is p.VAR_KEYWORD for p in signature):
+                    continue
+                named = [p.name for p in signature if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+                # every component but the loader gets the data as its first argument
+                allowed = named if kind == "load_dataset" else named[1:]
+                name = getattr(func, "__name__", "the function")
+                check_keys(params, allowed, f"{self.json_path or self.name}.{field}", f"param of {name}")
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "type": self.type}
