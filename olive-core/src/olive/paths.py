@@ -20,6 +20,8 @@ import errno
 import os
 from pathlib import Path
 
+from olive.exceptions import WorkflowConfigError
+
 # Folders at the top of a POSIX file system (FHS) that hold the system or every user's files.
 _SYSTEM_TOP_LEVEL = frozenset(
     {
@@ -59,8 +61,9 @@ NAME_MAX_BYTES = 255
 PATH_MAX_BYTES = 4095
 
 
-class UnusablePath(ValueError):
-    """A path no file system call can take; the message says why (the caller names where it came from)."""
+class UnusablePath(WorkflowConfigError):
+    """A path no file system call can take; the message says why. Callers re-raise it naming where the path
+    came from (:func:`olive.config_errors.user_path`); one that does not still stops the run as a config error."""
 
 
 def unusable_reason(value: str | os.PathLike[str]) -> str | None:
