@@ -14,6 +14,11 @@ Each check returns the value it accepts, so a parser reads as a list of expectat
 
     size = whole_number(loader.get("batch_size", 1), f"{path}.batch_size", minimum=1)
     rate = number(spec["rate"], f"{path}.rate", above=0, maximum=1)
+
+Rules for every value wherever it sits run first, on the whole document (:func:`check_document`): a key given
+twice (:func:`load_json` and :func:`load_yaml` keep the mark the parsers would drop), non-string keys, lone
+surrogates, NaN and infinities, integers beyond 64 bits, nesting and size. Messages show values through
+:func:`printable`, so one error is one readable line whatever the input holds.
 """
 
 from __future__ import annotations
