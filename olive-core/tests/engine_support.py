@@ -18,6 +18,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from olive.config_errors import param_in_range
 from olive.hardware.accelerator import AcceleratorSpec
 from olive.passes import ParamCategory, Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
@@ -70,7 +71,12 @@ class AddMatMuls(Pass):
 
     @classmethod
     def validate_config(cls, config: Any, accelerator_spec: AcceleratorSpec) -> bool:
-        return config.marker != "prune-me"
+        return config.marker != "prune-me" and super().validate_config(config, accelerator_spec)
+
+    @classmethod
+    def _check_config(cls, config: Any, accelerator_spec: AcceleratorSpec) -> None:
+        # Each MatMul is a node in the graph: millions of them would only run out of time and memory.
+        param_in_range(config, "n", minimum=0, maximum=64)
 
     def _run_for_config(self, model: Any, config: Any, output_model_path: str) -> Any:
         if config.fail:

@@ -104,12 +104,12 @@ def test_npz_with_mismatched_sample_counts_is_a_clear_error(tmp_path):
         # Found when the config is read, not when the first evaluation asks for a batch.
         (
             {"name": "x", "type": "DummyDataContainer", "dataloader_config": {"batch_size": 0}},
-            r"^data_configs\[0\].dataloader_config.batch_size: expected a whole number of 1 or more, got 0$",
+            r"^data_configs\[0\].dataloader_config.batch_size: expected a whole number from 1 to 1000000, got 0$",
         ),
         (
             {"name": "x", "type": "DummyDataContainer", "dataloader_config": {"params": {"batch_size": "8"}}},
             r"^data_configs\[0\].dataloader_config.batch_size: "
-            r'expected a whole number of 1 or more, got a string \("8"\)$',
+            r'expected a whole number from 1 to 1000000, got a string \("8"\)$',
         ),
     ],
 )

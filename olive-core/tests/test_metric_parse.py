@@ -157,7 +157,7 @@ def test_old_single_sub_type_form_is_accepted():
         ),
         (
             {"name": "l", "type": "latency", "repeat_test_num": 0},
-            rf"{PATH}\[1\].repeat_test_num: expected a whole number of 1 or more, got 0",
+            rf"{PATH}\[1\].repeat_test_num: expected a whole number from 1 to 1000000, got 0",
         ),
         (
             {"name": "l", "type": "latency", "goal": {"type": "threshold", "value": 1}},

@@ -191,7 +191,8 @@ def test_a_search_space_left_without_valid_points_is_a_config_error(tmp_path: Pa
         ),
         (
             {"sampler": "tpe", "sampler_config": {"n_startup_trials": "3"}},
-            'search_strategy.sampler_config.n_startup_trials: expected a whole number, got a string ("3")',
+            "search_strategy.sampler_config.n_startup_trials: "
+            'expected a whole number from 0 to 10000, got a string ("3")',
         ),
         (
             {"sampler_config": {"seed": 3}},

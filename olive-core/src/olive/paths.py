@@ -8,13 +8,19 @@ The rules live here so that every reader and writer applies them the same way:
   them, only what it can prove it made: a folder the system or the user's account depends on (``/``,
   ``/usr``, the home folder...) is never used as a cache or output folder, whatever the workflow says;
 - a name that should stay inside a folder (a file a pass writes, a path read from cache metadata) is
-  checked to resolve inside it before anything is opened, written or deleted.
+  checked to resolve inside it before anything is opened, written or deleted;
+- a path no file system call can take (a NUL character, text that is not valid Unicode, a name longer than
+  255 bytes, a symlink loop) is refused where it enters, by :func:`resolve_user_path`, with the reason
+  (:class:`UnusablePath`), instead of failing later inside whatever first touches it.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
+
+from olive.exceptions import WorkflowConfigError
 
 # Folders at the top of a POSIX file system (FHS) that hold the system or every user's files.
 _SYSTEM_TOP_LEVEL = frozenset(
@@ -50,6 +56,53 @@ _SYSTEM_TOP_LEVEL = frozenset(
 )
 
 
+# Limits of common file systems (ext4, APFS, NTFS, XFS): bytes per name, and per path on Linux.
+NAME_MAX_BYTES = 255
+PATH_MAX_BYTES = 4095
+
+
+class UnusablePath(WorkflowConfigError):
+    """A path no file system call can take; the message says why. Callers re-raise it naming where the path
+    came from (:func:`olive.config_errors.user_path`); one that does not still stops the run as a config error."""
+
+
+def unusable_reason(value: str | os.PathLike[str]) -> str | None:
+    """Why ``value`` cannot be a path on any file system, judged from its text alone, or None.
+
+    Refused: a NUL character, a lone surrogate (text that decoding a file name or a JSON ``\\udXXX`` escape left
+    behind, which no file system can store), a name (between separators) longer than 255 bytes, a whole path
+    longer than 4095 bytes.
+    """
+    text = os.fspath(value)
+    if isinstance(text, bytes):
+        return "it is bytes, not text"
+    if "\0" in text:
+        return "it holds a NUL character"
+    try:
+        encoded = text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "it holds a lone surrogate character, which is not valid text"
+    if any(len(part) > NAME_MAX_BYTES for part in encoded.replace(b"\\", b"/").split(b"/")):
+        return f"a name in it is longer than {NAME_MAX_BYTES} bytes"
+    if len(encoded) > PATH_MAX_BYTES:
+        return f"it is longer than {PATH_MAX_BYTES} bytes"
+    return None
+
+
+def _system_refusal(path: Path) -> str | None:
+    # What the file system says about the path itself; a missing file is the caller's to judge.
+    try:
+        path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "it leads into a symlink loop"
+        if exc.errno == errno.ENAMETOOLONG:
+            return "it is longer than the file system allows"
+    except ValueError as exc:  # pragma: no cover - unusable_reason catches what raises this
+        return str(exc)
+    return None
+
+
 def resolve_user_path(value: str | os.PathLike[str], base_dir: str | os.PathLike[str] | None = None) -> Path:
     """Where a path a user wrote points; the one rule for every path in a workflow.
 
@@ -63,11 +116,21 @@ def resolve_user_path(value: str | os.PathLike[str], base_dir: str | os.PathLike
     Data paths (params of category ``DATA``, ``data_path``/``data_dir`` of a data config) follow the same
     rule: a workflow has no separate data root. Whether the path must exist is the caller's to say
     (:func:`olive.config_errors.user_path` reports a missing one with its JSON path).
+
+    :raises UnusablePath: no file system call can take the path (see :func:`unusable_reason`), or it leads
+        into a symlink loop.
     """
+    reason = unusable_reason(value)
+    if reason is not None:
+        raise UnusablePath(reason)
     path = Path(value).expanduser()
     if not path.is_absolute():
         path = Path(base_dir if base_dir is not None else Path.cwd()).expanduser() / path
-    return Path(os.path.normpath(path.absolute()))
+    resolved = Path(os.path.normpath(path.absolute()))
+    reason = unusable_reason(resolved) or _system_refusal(resolved)
+    if reason is not None:
+        raise UnusablePath(reason)
+    return resolved
 
 
 def system_folder_reason(path: str | Path) -> str | None:
@@ -104,16 +167,15 @@ def check_plain_name(name: str) -> str:
     :class:`UnsafeName` saying why otherwise."""
     if not isinstance(name, str) or not name:
         raise UnsafeName("it is empty")
-    if "\0" in name:
-        raise UnsafeName("it holds a NUL character")
+    reason = unusable_reason(name)
+    if reason is not None:
+        raise UnsafeName(reason)
     if name in (".", ".."):
         raise UnsafeName(f"'{name}' is a folder reference")
     if Path(name).is_absolute() or name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":"):
         raise UnsafeName("it is an absolute path")
     if "/" in name or "\\" in name:
         raise UnsafeName("it holds a folder separator")
-    if len(name.encode("utf-8", "surrogateescape")) > 255:
-        raise UnsafeName("it is longer than 255 bytes")
     return name
 
 
@@ -121,12 +183,16 @@ def inside(folder: str | Path, relative: str | Path) -> Path:
     """``folder / relative`` when it stays inside ``folder`` once resolved (symlinks included); raises
     :class:`UnsafeName` otherwise."""
     relative = str(relative)
-    if "\0" in relative:
-        raise UnsafeName("it holds a NUL character")
+    reason = unusable_reason(relative)
+    if reason is not None:
+        raise UnsafeName(reason)
     if Path(relative).is_absolute() or relative.startswith(("/", "\\")):
         raise UnsafeName("it is an absolute path")
-    base = Path(folder).resolve()
-    target = (base / relative).resolve()
+    try:
+        base = Path(folder).resolve()
+        target = (base / relative).resolve()
+    except (RuntimeError, OSError) as exc:  # a symlink loop (RuntimeError before Python 3.13)
+        raise UnsafeName(f"'{relative}' cannot be resolved ({exc})") from None
     if target != base and base not in target.parents:
         raise UnsafeName(f"'{relative}' leads outside '{base}'")
     return base / relative

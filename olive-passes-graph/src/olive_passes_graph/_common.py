@@ -150,8 +150,8 @@ def ort_offline_optimize(
 ) -> onnx.ModelProto:
     """Let onnxruntime optimize ``model_path`` at ``level`` and return the graph it would run.
 
-    Uses ``SessionOptions.optimized_model_filepath`` in a temporary folder, the way onnxruntime's own
-    transformer optimizer does, without the PyTorch import that its helper makes.
+    Has onnxruntime write the optimized graph (``optimized_model_path``) into a temporary folder, the way
+    onnxruntime's own transformer optimizer does, without the PyTorch import that its helper makes.
     """
     import onnx
 
@@ -161,7 +161,6 @@ def ort_offline_optimize(
             "graph_optimization_level": level,
             # Its warning that "all" graphs are hardware specific is handled: such outputs pin their provider.
             "log_severity_level": 3,
-            "optimized_model_filepath": str(optimized),
             # Weights go beside the graph so models over protobuf's 2 GB limit can be written too.
             "extra_session_config": {
                 "session.optimized_model_external_initializers_file_name": "optimized.data",
@@ -173,6 +172,7 @@ def ort_offline_optimize(
                 model_path,
                 {"execution_provider": providers, "session_options": session_options},
                 disabled_optimizers=disabled_optimizers,
+                optimized_model_path=optimized,
             )
         except ModelLoadError as exc:
             raise ModelLoadError(

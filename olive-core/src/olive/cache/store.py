@@ -16,6 +16,13 @@ process is gone. Workers that may reach the same run at once (a parallel search)
 process dies) and look the key up again once they hold it, so the second waits and reuses the first's
 entry instead of redoing it. Without the lock, two processes that finish the same run race on the rename;
 the loser drops its copy and uses the winner's, which holds the same content.
+
+What an entry says is data read from disk, and is checked before it is used (:meth:`CacheStore.get_run`,
+:meth:`CacheStore.get_eval`): its JSON has the shape this store writes, every path in it resolves inside the
+entry, and the output is the one the run made: each output file still has the size and modification time
+recorded with the entry (the fast path), or else its content still hashes to the recorded ``output_hash``. An
+entry failing any of this is corrupt: it is never used; a warning names it, the run's lock holder removes it
+(it is this store's own entry; links in it are removed, never followed), and the run is done again.
 """
 
 from __future__ import annotations
@@ -23,18 +30,23 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
+import math
 import os
 import re
 import shutil
 import socket
+import stat as stat_mode
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from olive.exceptions import CacheError
-from olive.paths import system_folder_reason
+from olive.paths import UnsafeName, inside, system_folder_reason
+
+logger = logging.getLogger(__name__)
 
 MARKER = "olive-cache.json"
 _SUBFOLDERS = ("runs", "evals", "tmp", "locks")
@@ -54,6 +66,30 @@ _HASH_MEMO: dict[tuple[str, int, int, int], str] = {}
 # A file modified this recently may be rewritten again within one timestamp tick with the same size, so
 # its memo entry could go stale unseen; such files are hashed every time (as git does for "racy" files).
 _RACY_SECONDS = 2.0
+RUN_RECORD = "run.json"
+_HASH = re.compile(r"[0-9a-f]{64}")
+
+
+class CorruptEntry(Exception):
+    """A cache entry that is not what this store wrote (the message says what is wrong)."""
+
+
+def entry_files(folder: str | Path) -> dict[str, list[int]] | None:
+    """``{relative path: [size, mtime_ns]}`` of every file under ``folder`` but the run record, for the fast
+    check of an entry; None when the folder holds a link or anything but files and folders (then every reuse
+    hashes the output)."""
+    folder = Path(folder)
+    files: dict[str, list[int]] = {}
+    for path in sorted(folder.rglob("*")):
+        info = path.lstat()
+        if stat_mode.S_ISDIR(info.st_mode):
+            continue
+        if not stat_mode.S_ISREG(info.st_mode):
+            return None
+        rel = path.relative_to(folder).as_posix()
+        if rel != RUN_RECORD:
+            files[rel] = [info.st_size, info.st_mtime_ns]
+    return files
 
 
 def hash_file(path: str | Path) -> str:
@@ -184,18 +220,108 @@ class CacheStore:
     def run_dir(self, key: str) -> Path:
         return self.root / "runs" / key[:2] / key
 
-    def get_run(self, key: str) -> dict[str, Any] | None:
-        """The record of a finished run, with ``entry_dir`` added, or None."""
-        record_path = self.run_dir(key) / "run.json"
+    def get_run(
+        self, key: str, model_of: Callable[[dict[str, Any]], Any] | None = None, repair: bool = False
+    ) -> dict[str, Any] | None:
+        """The record of a finished run, with ``entry_dir`` added, or None when there is none or it is corrupt.
+
+        The entry is checked (see the module doc): its record's shape and paths, and that ``model_of(record)``
+        makes a model handler of it (it reads no model file); then its output files' sizes and modification
+        times; where those differ from the recorded ones (a copied cache, a touched or replaced file) or the
+        record has none, the handler's :func:`hash_model` must equal the recorded ``output_hash``. Without
+        ``model_of`` an entry that needs the hash counts as corrupt.
+
+        :param repair: remove a corrupt entry, with a warning naming it. Only the holder of the run's lock
+            (:meth:`run_lock`) repairs, so no entry another process has just written is removed.
+        """
+        entry = self.run_dir(key)
         try:
-            record = json.loads(record_path.read_text())
-        except (FileNotFoundError, NotADirectoryError):
+            record = self._checked_run(key, entry, model_of)
+        except FileNotFoundError:
             return None
-        except (OSError, ValueError):
-            # Cannot happen through this class (entries appear whole); treat a damaged one as missing.
+        except CorruptEntry as exc:
+            if repair:
+                self._discard_run(key, str(exc))
             return None
-        record["entry_dir"] = str(record_path.parent)
         return record
+
+    def _checked_run(self, key: str, entry: Path, model_of: Callable[[dict[str, Any]], Any] | None) -> dict[str, Any]:
+        if entry.is_symlink():
+            raise CorruptEntry("the entry is a symlink")
+        if not entry.exists():
+            raise FileNotFoundError(entry)
+        try:
+            inside(self.root, entry.relative_to(self.root))
+        except UnsafeName as exc:
+            raise CorruptEntry(f"its folder leads outside the cache ({exc})") from None
+        try:
+            record = json.loads((entry / RUN_RECORD).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            # A folder without its record is never a finished entry (new_run renames it in whole).
+            raise CorruptEntry(f"it has no {RUN_RECORD}") from None
+        except (OSError, ValueError) as exc:
+            raise CorruptEntry(f"its {RUN_RECORD} cannot be read ({type(exc).__name__}: {exc})") from None
+        _check_record_shape(record, key)
+        fields = record["model"]["config"]
+        rel = fields.get("model_path_rel")
+        if rel is not None:
+            try:
+                target = inside(entry, rel)
+            except UnsafeName as exc:
+                raise CorruptEntry(f"its model path is not inside the entry ({exc})") from None
+            if not target.exists():
+                raise CorruptEntry(f"its model '{rel}' is missing")
+        files = record.get("files")
+        for name in files or {}:
+            try:
+                inside(entry, name)
+            except UnsafeName as exc:
+                raise CorruptEntry(f"a file it lists is not inside the entry ({exc})") from None
+        record["entry_dir"] = str(entry)
+        model = None
+        if model_of is not None:
+            try:
+                model = model_of(record)
+            except Exception as exc:  # a handler that cannot be made of it: as corrupt as other bytes
+                raise CorruptEntry(f"its model cannot be made ({type(exc).__name__}: {exc})") from None
+        if rel is not None and files is not None and _files_unchanged(entry, files):
+            return record
+        if model is None:
+            raise CorruptEntry("its output differs from what was recorded and there is no way to check its content")
+        try:
+            digest = hash_model(model)
+        except Exception as exc:  # an output that cannot be read any more
+            raise CorruptEntry(f"its output cannot be read ({type(exc).__name__}: {exc})") from None
+        if digest != record["output_hash"]:
+            raise CorruptEntry("its output's content is not what the run made (hash mismatch)")
+        return record
+
+    def _discard_run(self, key: str, reason: str) -> None:
+        """Remove a corrupt entry of this store: moved into ``tmp/`` in one rename, then deleted there."""
+        entry = self.run_dir(key)
+        try:
+            inside(self.root, entry.parent.relative_to(self.root))
+        except UnsafeName as exc:
+            raise CacheError(
+                f"cache entry '{entry}' is corrupt ({reason}) and its folder leads outside the cache ({exc}); "
+                "point cache_dir at a folder of its own"
+            ) from None
+        logger.warning("cache entry '%s' is corrupt: %s; it is removed and the run is done again", entry, reason)
+        try:
+            if entry.is_symlink():
+                entry.unlink()
+                return
+            aside = self.root / "tmp" / f"{os.getpid()}-{key[:16]}-{uuid.uuid4().hex[:8]}"
+            aside.parent.mkdir(parents=True, exist_ok=True)
+            entry.rename(aside)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise CacheError(
+                f"cache entry '{entry}' is corrupt ({reason}) and cannot be removed ({exc.strerror or exc}); delete "
+                "it, or run `olive cache clean`"
+            ) from exc
+        shutil.rmtree(aside, ignore_errors=True)
 
     @contextlib.contextmanager
     def new_run(self, key: str) -> Iterator[Path]:
@@ -264,11 +390,23 @@ class CacheStore:
     def eval_path(self, key: str) -> Path:
         return self.root / "evals" / key[:2] / f"{key}.json"
 
-    def get_eval(self, key: str) -> dict[str, Any] | None:
+    def get_eval(self, key: str, keys: Iterable[str] = ()) -> dict[str, Any] | None:
+        """The stored evaluation ``{"result": {metric key: {"value", "priority", "higher_is_better"}}, "where":
+        {...}}``, or None. One that does not have this shape, or lacks one of ``keys``, is corrupt: a warning
+        names it and the caller measures again (``put_eval`` then replaces it)."""
+        path = self.eval_path(key)
         try:
-            return json.loads(self.eval_path(key).read_text())
-        except (OSError, ValueError):
+            stored = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
             return None
+        except (OSError, ValueError) as exc:
+            reason = f"it cannot be read ({type(exc).__name__}: {exc})"
+        else:
+            reason = _eval_problem(stored, keys)
+            if reason is None:
+                return stored
+        logger.warning("cache entry '%s' is corrupt: %s; the model is measured again", path, reason)
+        return None
 
     def put_eval(self, key: str, value: dict[str, Any]) -> None:
         self.ensure()
@@ -331,6 +469,73 @@ class CacheStore:
         if not any(self.root.iterdir()):
             self.root.rmdir()
         return sorted(kept)
+
+
+def _check_record_shape(record: Any, key: str) -> None:
+    """Raise :class:`CorruptEntry` unless ``record`` has the shape trial records are written in."""
+    if not isinstance(record, dict):
+        raise CorruptEntry(f"its {RUN_RECORD} holds {type(record).__name__}, not a record")
+    if record.get("key") != key:
+        raise CorruptEntry(f"its {RUN_RECORD} is the record of another run")
+    if not isinstance(record.get("output_hash"), str) or not _HASH.fullmatch(record["output_hash"]):
+        raise CorruptEntry("its output_hash is not a sha256")
+    model = record.get("model")
+    if (
+        not isinstance(model, dict)
+        or not isinstance(model.get("type"), str)
+        or not isinstance(model.get("config"), dict)
+    ):
+        raise CorruptEntry('its model is not {"type": ..., "config": {...}}')
+    fields = model["config"]
+    rel, raw = fields.get("model_path_rel"), fields.get("model_path")
+    if rel is not None and (not isinstance(rel, str) or raw is not None):
+        raise CorruptEntry("its model path is not a path inside the entry")
+    if raw is not None and not isinstance(raw, str):
+        raise CorruptEntry("its model path is not a path")
+    if not isinstance(record.get("config"), dict):
+        raise CorruptEntry("its pass config is not an object")
+    files = record.get("files")
+    if files is not None and not (
+        isinstance(files, dict)
+        and all(
+            isinstance(stats, list) and len(stats) == 2 and all(type(v) is int for v in stats)
+            for stats in files.values()
+        )
+    ):
+        raise CorruptEntry("its file list is not {path: [size, mtime]}")
+
+
+def _files_unchanged(entry: Path, files: dict[str, list[int]]) -> bool:
+    for name, (size, mtime_ns) in files.items():
+        try:
+            info = (entry / name).lstat()
+        except OSError:
+            return False
+        if not stat_mode.S_ISREG(info.st_mode) or info.st_size != size or info.st_mtime_ns != mtime_ns:
+            return False
+    return True
+
+
+def _eval_problem(stored: Any, keys: Iterable[str]) -> str | None:
+    if not isinstance(stored, dict) or not isinstance(stored.get("result"), dict):
+        return 'it is not {"result": {...}, "where": {...}}'
+    if stored.get("where") is not None and not isinstance(stored["where"], dict):
+        return "its 'where' is not an object"
+    for name, item in stored["result"].items():
+        value = item.get("value") if isinstance(item, dict) else None
+        if (
+            not isinstance(item, dict)
+            or isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or type(item.get("priority", -1)) is not int
+            or not isinstance(item.get("higher_is_better", True), bool)
+        ):
+            return f"its value of '{name}' is not a measured number"
+    missing = [name for name in keys if name not in stored["result"]]
+    if missing:
+        return f"it has no value of {', '.join(missing)}"
+    return None
 
 
 def _remove(path: Path) -> None:

@@ -8,11 +8,19 @@ from pathlib import Path
 
 import click
 
+from olive.config_errors import user_path
+
+
+def _cache_dir(ctx: click.Context, param: click.Parameter, value: str) -> Path:
+    # Checked as every path a user gives is (a NUL, a name over 255 bytes, a symlink loop: exit 2, one line).
+    return user_path(value, "--cache-dir", None, kind="folder")
+
+
 _CACHE_DIR = click.option(
     "--cache-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path(".olive-cache"),
+    default=".olive-cache",
     show_default=True,
+    callback=_cache_dir,
     help="The cache folder.",
 )
 

@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from olive import __version__
+from olive.config_errors import printable
 from olive.exceptions import OliveError, PassConfigError, PluginLoadError, WorkflowConfigError
 
 #: name -> ("module:attribute", one-line help shown by ``olive --help``)
@@ -130,9 +131,18 @@ class OliveGroup(click.Group):
         try:
             return super().invoke(ctx)
         except OliveError as exc:
-            click.echo(f"Error: {exc}", err=True)
+            click.echo(f"Error: {_one_line(exc)}", err=True)
             code = CONFIG_ERROR_EXIT if isinstance(exc, PassConfigError | WorkflowConfigError) else ERROR_EXIT
             ctx.exit(code)
+        except click.UsageError as exc:
+            # One line, as every invalid input gets, instead of click's usage block; --help shows the usage.
+            command = exc.ctx.command_path if exc.ctx is not None else ctx.command_path
+            click.echo(f"Error: {_one_line(exc.format_message())} (see '{command} --help')", err=True)
+            ctx.exit(exc.exit_code)
+
+
+def _one_line(text: object) -> str:
+    return printable(" ".join(str(text).split()))
 
 
 def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
@@ -173,7 +183,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, prog_name="olive")
     except OliveError as exc:  # raised while parsing, e.g. a broken plugin in strict mode during --help
-        click.echo(f"Error: {exc}", err=True)
+        click.echo(f"Error: {_one_line(exc)}", err=True)
         sys.exit(CONFIG_ERROR_EXIT if isinstance(exc, PassConfigError | WorkflowConfigError) else ERROR_EXIT)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 import olive
+from olive.config_errors import user_path
 from olive.exceptions import TemplateError
 
 __all__ = ["find_template", "new_pass_command", "render_pass_project", "resolve_answers"]
@@ -130,7 +131,7 @@ def render_pass_project(answers: dict[str, str], output_dir: str | Path = ".", t
     from cookiecutter.main import cookiecutter
 
     template = template or find_template()
-    output_dir = Path(output_dir).resolve()
+    output_dir = user_path(str(output_dir), "--output-dir", None, kind="folder").resolve()
     target = output_dir / answers.get("distribution_name", "")
     if target != output_dir and target.exists():
         raise TemplateError(f"folder {target} already exists; remove it or choose another --output-dir")

@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from olive.config_errors import user_path
 from olive.exceptions import OliveError
 
 WORKFLOW_FILE = "quickstart.json"
@@ -285,7 +286,7 @@ def quickstart_command(directory: Path, force: bool, no_run: bool, verbose: bool
     """
     start = time.perf_counter()
     check_distributions()
-    directory = directory.resolve()
+    directory = user_path(str(directory), "DIRECTORY", None, kind="folder").resolve()
     workflow_path = write_quickstart_files(directory, force=force)
     click.echo(
         f"Wrote a BERT-like model ({MODEL_SHAPE['num_layers']} layers, hidden size {MODEL_SHAPE['hidden_size']})"

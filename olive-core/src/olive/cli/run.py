@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import click
 
+from olive.config_errors import printable, user_path
 from olive.exceptions import OliveError, PassConfigError, WorkflowConfigError
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
 
 
 def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())
+    return printable(" ".join(str(exc).split()))
 
 
 def _fail(exc: BaseException, verbose: bool) -> None:
@@ -40,13 +42,13 @@ def _fail(exc: BaseException, verbose: bool) -> None:
 @click.option("--dry-run", is_flag=True, help="Validate the workflow and print the search space; run nothing.")
 @click.option(
     "--output-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     default=None,
     help="Override the workflow's output_dir.",
 )
 @click.option(
     "--cache-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     default=None,
     help="Override the workflow's cache_dir.",
 )
@@ -76,13 +78,16 @@ def run_command(
         _fail(WorkflowConfigError("no workflow file given; run `olive run FILE` (a JSON or YAML workflow)"), verbose)
 
     overrides = {}
-    if output_dir is not None:
-        overrides["output_dir"] = str(output_dir.resolve())
-    if cache_dir is not None:
-        overrides["cache_dir"] = str(cache_dir.resolve())
+    try:
+        for key, option, value in (("output_dir", "--output-dir", output_dir), ("cache_dir", "--cache-dir", cache_dir)):
+            if value is not None:
+                overrides[key] = str(user_path(str(value), option, None, kind="folder"))
+    except OliveError as exc:
+        _fail(exc, verbose)
     with _logging(verbose):
         try:
-            prepared = prepare(config_path, **overrides)
+            with _held_logs(show_on_error=verbose):
+                prepared = prepare(config_path, **overrides)
         except OliveError as exc:
             _fail(exc, verbose)
         except KeyboardInterrupt:
@@ -100,16 +105,46 @@ def run_command(
             sys.exit(130)
     _print_summary(output)
     if output.best is None:
-        click.echo(f"Error: {output.reason}", err=True)
+        click.echo(f"Error: {printable(output.reason)}", err=True)
         sys.exit(EXIT_FAILED)
+
+
+class _Holding(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@contextlib.contextmanager
+def _held_logs(show_on_error: bool) -> Iterator[None]:
+    """Hold back what Olive logs while the workflow is validated (deprecation notes, say): shown once it is
+    valid, dropped when it is not, so an invalid workflow's output is its one ``Error:`` line."""
+    logger = logging.getLogger("olive")
+    holding = _Holding()
+    handlers = list(logger.handlers)
+    logger.handlers = [holding]
+    failed = False
+    try:
+        yield
+    except BaseException:
+        failed = True
+        raise
+    finally:
+        logger.handlers = handlers
+        if not failed or show_on_error:
+            for record in holding.records:
+                for handler in handlers:
+                    if record.levelno >= handler.level:
+                        handler.handle(record)
 
 
 @contextlib.contextmanager
 def _logging(verbose: bool) -> Iterator[None]:
     """Olive's log records, and those of every plugin's package (``olive_passes_torch``...), go to stderr through
     rich while the command runs (and only then)."""
-    import logging
-
     from rich.console import Console
     from rich.logging import RichHandler
 

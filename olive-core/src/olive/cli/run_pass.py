@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 import uuid
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from olive.config_errors import check_document, load_json, printable, user_path
 from olive.exceptions import (
     ExecutionProviderError,
     ModelLoadError,
@@ -29,17 +29,25 @@ if TYPE_CHECKING:
 def _parse_config(text: str | None) -> dict:
     if not text:
         return {}
-    path = Path(text)
-    is_file = not text.lstrip().startswith("{") and path.is_file()
+    is_file = False
+    if not text.lstrip().startswith("{"):
+        try:
+            path = user_path(text, "--pass-config", None)
+            is_file = path.is_file()
+        except WorkflowConfigError:
+            is_file = False
     if is_file:
-        text = path.read_text(encoding="utf-8")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise WorkflowConfigError(f"--pass-config: cannot read '{path}' ({exc})") from None
     try:
-        data = json.loads(text)
+        data = load_json(text)
     except ValueError as exc:
         if not is_file and not text.lstrip().startswith(("{", "[")):
             raise WorkflowConfigError(
-                f"--pass-config: '{text}' is neither a JSON object nor an existing file; give a JSON object "
-                "(e.g. '{\"per_channel\": true}') or the path of a JSON file"
+                f"--pass-config: '{printable(text)[:120]}' is neither a JSON object nor an existing file; give a "
+                "JSON object (e.g. '{\"per_channel\": true}') or the path of a JSON file"
             ) from None
         where = f"file '{path}'" if is_file else "value"
         raise WorkflowConfigError(
@@ -47,6 +55,7 @@ def _parse_config(text: str | None) -> dict:
         ) from None
     if not isinstance(data, dict):
         raise WorkflowConfigError("--pass-config: expected a JSON object of pass params")
+    check_document(data, "--pass-config")
     return data
 
 
@@ -73,7 +82,7 @@ def _parse_config(text: str | None) -> dict:
     "--output",
     "output_dir",
     required=True,
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     help="Folder for the output model.",
 )
 @click.option(
@@ -103,7 +112,7 @@ def run_pass_command(
             import traceback
 
             traceback.print_exception(exc, file=sys.stderr)
-        click.echo(f"Error: {' '.join(str(exc).split())}", err=True)
+        click.echo(f"Error: {printable(' '.join(str(exc).split()))}", err=True)
         sys.exit(2 if isinstance(exc, PassConfigError | WorkflowConfigError) else 1)
     click.echo(f"{pass_name}: wrote {output.model_path}")
 
@@ -145,7 +154,7 @@ def _run(
             f"is a {model.model_type}"
         )
     resolved = pass_class.generate_config(accelerator, config, disable_search=True, pass_key=pass_name)
-    output_dir = output_dir.expanduser().absolute()
+    output_dir = user_path(str(output_dir), "--output", None, kind="folder")
     reason = system_folder_reason(output_dir)
     if reason is not None:
         raise WorkflowConfigError(
@@ -193,7 +202,7 @@ def _input_model(model_path: Path, task: str | None) -> OliveModelHandler:
     from olive.model.handler import ONNXModelHandler
     from olive.model.types import handler_from_config
 
-    path = model_path.resolve()
+    path = user_path(str(model_path), "--model", None, must_exist=True)
     hugging_face = task is not None or (
         path.is_dir() and (path / "config.json").is_file() and not any(path.glob("*.onnx"))
     )

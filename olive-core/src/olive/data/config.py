@@ -25,14 +25,14 @@ from typing import Any
 
 import attrs
 
-from olive.config_errors import check_keys, choice, config_error, expect, user_path, whole_number
+from olive.config_errors import check_keys, choice, config_error, expect, input_specs, user_path, whole_number
 from olive.data.components import BUILTINS, normalize_batch
 from olive.data.containers import container_registry, find_container, unknown_container_reason
 from olive.data.feeds import FeedReader
 from olive.data.registry import Registry
 from olive.data.user_script import get_user_function, load_user_script
 from olive.exceptions import OliveError, PassConfigError, PluginLoadError, WorkflowConfigError, closest_match_hint
-from olive.paths import resolve_user_path
+from olive.paths import UnusablePath, resolve_user_path
 
 COMPONENT_FIELDS = {
     "load_dataset_config": "load_dataset",
@@ -67,6 +67,10 @@ _PATH_PARAMS = ("data_path", "data_dir")
 _NPZ_LOAD_KEYS = ("data_path", "data_dir", "max_samples")
 
 _TOP_KEYS = ("name", "type", "user_script", "script_dir", *COMPONENT_FIELDS)
+# Bounds of the built-in components' numbers: past them a typo only exhausts memory or time.
+MAX_BATCH_SIZE = 1_000_000
+MAX_DUMMY_SAMPLES = 100_000
+SEED_MAX = 2**32 - 1
 
 
 @attrs.frozen
@@ -181,9 +185,13 @@ class DataConfig:
             npz_file = kind == "NpzDataContainer" and field == "load_dataset_config" and not comp.type
             if npz_file:
                 _check_npz_params(params, where)
+            elif container is None and not (comp.type and user_script):
+                _check_builtin_params(kind, field, comp.type, data.get(field), where)
             for key in _PATH_PARAMS:
                 if isinstance(params.get(key), str | Path):
-                    resolved = user_path(params[key], f"{where}.{key}", base_dir, must_exist=npz_file, kind="file")
+                    # A user's loader may take a folder; the .npz loader reads one file.
+                    expected = "file" if npz_file else None
+                    resolved = user_path(params[key], f"{where}.{key}", base_dir, must_exist=npz_file, kind=expected)
                     params[key] = str(resolved)
             components[field] = DataComponentConfig(comp.type, params)
         config = cls(
@@ -210,14 +218,41 @@ class DataConfig:
                     f"'{comp.type}' is not a built-in component; set user_script to the file that defines it",
                 )
         loader = self.dataloader_config
-        if (loader.type or COMMON_DEFAULTS["dataloader"]) == "default_dataloader" and "batch_size" in loader.params:
-            whole_number(loader.params["batch_size"], f"{json_path}.dataloader_config.batch_size", minimum=1)
+        if (loader.type or COMMON_DEFAULTS["dataloader"]) == "default_dataloader":
+            where = f"{json_path}.dataloader_config"
+            if "batch_size" in loader.params:
+                whole_number(loader.params["batch_size"], f"{where}.batch_size", minimum=1, maximum=MAX_BATCH_SIZE)
+            if "drop_last" in loader.params:
+                expect(loader.params["drop_last"], bool, f"{where}.drop_last", "true or false")
+        load = self.load_dataset_config
+        if (load.type or CONTAINER_DEFAULTS.get(self.type, {}).get("load_dataset")) == "dummy_dataset":
+            params, where = load.params, f"{json_path}.load_dataset_config"
+            samples = 32
+            if params.get("max_samples") is not None:
+                samples = whole_number(
+                    params["max_samples"], f"{where}.max_samples", minimum=0, maximum=MAX_DUMMY_SAMPLES
+                )
+            if params.get("seed") is not None:
+                whole_number(params["seed"], f"{where}.seed", minimum=0, maximum=SEED_MAX)
+            input_specs(params, where, samples=max(samples, 1))
 
     def check_user_script(self) -> None:
-        """Import the user script and check every component it names exists (a clear error if not)."""
+        """Import the user script and check every component it names exists and takes the params given (unless
+        it takes ``**kwargs``): a clear error naming the JSON path if not."""
         for field, kind in COMPONENT_FIELDS.items():
             if getattr(self, field).type:
-                self.get_component(kind)
+                func, params = self.get_component(kind)
+                try:
+                    signature = inspect.signature(func).parameters.values()
+                except (TypeError, ValueError):  # a builtin or C function: nothing to check against
+                    continue
+                if any(p.kind is p.VAR_KEYWORD for p in signature):
+                    continue
+                named = [p.name for p in signature if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+                # every component but the loader gets the data as its first argument
+                allowed = named if kind == "load_dataset" else named[1:]
+                name = getattr(func, "__name__", "the function")
+                check_keys(params, allowed, f"{self.json_path or self.name}.{field}", f"param of {name}")
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "type": self.type}
@@ -377,6 +412,26 @@ def _check_npz_params(params: Mapping[str, Any], where: str) -> None:
         whole_number(params["max_samples"], f"{where}.max_samples", minimum=0)
 
 
+def _check_builtin_params(container: str, field: str, function: str | None, raw: Any, where: str) -> None:
+    """The params of a component a built-in function serves are params that function takes."""
+    kind = COMPONENT_FIELDS[field]
+    name = function or CONTAINER_DEFAULTS.get(container, {}).get(kind) or COMMON_DEFAULTS.get(kind)
+    func = BUILTINS[kind].get(name) if name else None
+    if func is None or not isinstance(raw, Mapping):
+        return
+    named = [
+        p.name
+        for p in inspect.signature(func).parameters.values()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]
+    # every component but the loader gets the data as its first argument
+    allowed = named if kind == "load_dataset" else named[1:]
+    nested = raw.get("params") if isinstance(raw.get("params"), Mapping) else {}
+    flat = {k: v for k, v in raw.items() if k not in ("type", "name", "params")}
+    check_keys(flat, allowed, where, f"param of {name}")
+    check_keys(nested, allowed, f"{where}.params", f"param of {name}")
+
+
 def as_data_config(data: Any, where: str = "data_config") -> DataConfig:
     """A :class:`DataConfig` from a DataConfig, its JSON form, or a path to an ``.npz`` file (a pass's param)."""
     if isinstance(data, DataConfig):
@@ -384,7 +439,10 @@ def as_data_config(data: Any, where: str = "data_config") -> DataConfig:
     if isinstance(data, Mapping):
         return DataConfig.from_json(data, json_path=where)
     if isinstance(data, str | Path) and str(data).endswith(".npz"):
-        path = resolve_user_path(data)
+        try:
+            path = resolve_user_path(data)
+        except UnusablePath as exc:
+            raise PassConfigError(f"{data!r} cannot be a path: {exc}", owner=where) from None
         return DataConfig.from_json(
             {"name": path.stem, "type": "NpzDataContainer", "load_dataset_config": {"data_path": str(path)}},
             json_path=where,

@@ -123,7 +123,8 @@ class ModelEvaluator:
         """
         start = time.perf_counter()
         key = eval_key(model_hash, model.to_json(), {**self._payload, "reference": reference_hash})
-        stored = self.cache.get_eval(key) if self.cache is not None else None
+        expected = [joint_key(metric.name, sub.name) for metric in self.metrics for sub in metric.sub_types]
+        stored = self.cache.get_eval(key, expected) if self.cache is not None else None
         if stored is not None:
             where = dict(stored.get("where") or {})
             placement = dict(stored.get("placement") or {})

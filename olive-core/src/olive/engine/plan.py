@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from olive.config_errors import config_error, json_path
+from olive.config_errors import config_error, json_path, user_path
 from olive.data.user_script import load_user_script
 from olive.exceptions import (
     AmbiguousPassError,
@@ -22,7 +22,6 @@ from olive.exceptions import (
     WorkflowConfigError,
 )
 from olive.passes.pass_config import ParamCategory
-from olive.paths import resolve_user_path
 from olive.plugins.identity import PassIdentity, acting_as
 from olive.plugins.install_hints import REPOSITORY_MODEL_TYPES, REPOSITORY_PASSES
 from olive.plugins.registry import PassEntry, get_registry
@@ -148,7 +147,7 @@ def _preprocess(
         if param is None or not isinstance(value, str) or value in _SPECIAL_STRINGS:
             continue
         if param.category in (ParamCategory.PATH, ParamCategory.DATA):
-            params[name] = str(resolve_user_path(value, base_dir))
+            params[name] = str(user_path(value, f"{spec.params_path}.{name}", base_dir))
         elif param.category == ParamCategory.OBJECT and user_script is not None:
             if module is None:
                 module = load_user_script(user_script, spec.script_dir, f"{spec.json_path}.user_script")

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from olive.cache.store import CacheStore, hash_model
+from olive.cache.store import CacheStore, entry_files, hash_model
 from olive.engine.evaluation import ModelEvaluator
 from olive.engine.keys import ScriptHashes, run_key
 from olive.engine.results import Status, StepResult, StepStarted, TrialEvent
@@ -52,7 +52,7 @@ def model_path_under(model_json: dict[str, Any], folder: Path) -> Path | None:
 
 
 def model_from_record(record: dict[str, Any]) -> OliveModelHandler:
-    """The model handler of a cached pass run."""
+    """The model handler of a cached pass run (a record :meth:`CacheStore.get_run` checked)."""
     model_json = {**record["model"], "config": dict(record["model"].get("config") or {})}
     fields = model_json["config"]
     rel = fields.pop("model_path_rel", None)
@@ -228,11 +228,12 @@ class TrialWorker:
         that waited for another doing the same run reuses its entry.
         """
         cache = self.cache
-        record = cache.get_run(key)
+        record = cache.get_run(key, model_from_record)
         if record is not None:
             return record, True
         with cache.host_lock(shared=True), cache.run_lock(key):
-            record = cache.get_run(key)
+            # A corrupt entry is removed under the lock (and the run done again), never used.
+            record = cache.get_run(key, model_from_record, repair=True)
             if record is not None:
                 return record, True
             return self._run_into_cache(alternative, config, model, key, accelerator), False
@@ -270,12 +271,18 @@ class TrialWorker:
                 "accelerator": accelerator.label,
                 "model": model_json,
                 "output_hash": hash_model(output_model),
+                # Sizes and modification times of the outputs: reuse checks them, and hashes only on a change.
+                "files": entry_files(tmp),
                 "duration_s": round(duration, 6),
                 "created": time.time(),
                 "session": cache.session_id,
             }
             (tmp / "run.json").write_text(json.dumps(record, indent=1, sort_keys=True, default=str))
-        stored = cache.get_run(key)
-        if stored is None:  # pragma: no cover - new_run raises instead
-            raise PassRunError("its cache entry vanished after writing it", owner=f"pass {identity.name}")
+        stored = cache.get_run(key, model_from_record)
+        if stored is None:
+            raise PassRunError(
+                f"its cache entry '{cache.run_dir(key)}' does not hold what the run wrote (changed while it was "
+                "written?); run again",
+                owner=f"pass {identity.name}",
+            )
         return stored

@@ -19,10 +19,21 @@ from typing import Any
 
 import attrs
 
-from olive.config_errors import check_keys, choice, config_error, expect, number, whole_number
+from olive.config_errors import (
+    check_keys,
+    choice,
+    config_error,
+    expect,
+    input_specs,
+    json_path,
+    number,
+    user_path,
+    whole_number,
+)
 from olive.data.config import DataConfig
 from olive.evaluator.result import joint_key
-from olive.exceptions import WorkflowConfigError, closest_match_hint
+from olive.exceptions import ModelLoadError, WorkflowConfigError, closest_match_hint
+from olive.measure.sessions import check_inference_settings
 from olive.plugins.manager import get_plugin_manager, get_plugin_metrics
 
 logger = logging.getLogger(__name__)
@@ -56,6 +67,15 @@ GOAL_TYPES = ("threshold", "min-improvement", "percent-min-improvement", "max-de
 WARMUP_NUM = 10
 REPEAT_TEST_NUM = 20
 SLEEP_NUM = 0
+# Upper bounds of the timing options: a latency metric at these already takes hours; beyond them a typo
+# (an extra zero or ten) would run until killed.
+MAX_WARMUP_NUM = 100_000
+MAX_REPEAT_TEST_NUM = 1_000_000
+MAX_SLEEP_NUM = 60
+MAX_BATCH_SIZE = 1_000_000
+# Microsoft Olive computes accuracy with torchmetrics ("torch_metrics", its default) or Hugging Face evaluate;
+# here it is computed by Olive itself, the same way torchmetrics does.
+BACKENDS = ("torch_metrics",)
 
 # Options that may sit at the top of a metric, in user_config, or (Olive style) in a sub type's metric_config.
 _OPTION_KEYS = (
@@ -105,6 +125,9 @@ _USER_CONFIG_KEYS = (
 )
 _ACCURACY_METRIC_CONFIG = ("average", "pos_label", "num_classes", "task", "multiclass")
 _AVERAGES = ("binary", "macro", "micro", "weighted")
+_TASKS = ("binary", "multiclass", "multilabel")
+_PATH_KEYS = ("user_script", "script_dir", "data_dir")
+_FUNCTION_KEYS = ("evaluate_func", "metric_func", "post_processing_func", "dataloader_func")
 _POOLINGS = ("mean", "cls", "none")
 
 
@@ -244,6 +267,9 @@ def parse_metric(
     user_config = expect(data.get("user_config") or {}, Mapping, f"{path}.user_config", "an object")
     if plugin_evaluate is None:
         check_keys(user_config, _USER_CONFIG_KEYS, f"{path}.user_config", "user_config key")
+        _check_user_config(user_config, f"{path}.user_config", base_dir)
+    if data.get("backend") is not None:
+        choice(data["backend"], BACKENDS, f"{path}.backend", "backend")
 
     # Older files give one sub type at the top level.
     raw_subs = data.get("sub_types")
@@ -309,9 +335,9 @@ def parse_metric(
         goal = parse_goal(raw["goal"], f"{sub_path}.goal", higher) if raw.get("goal") is not None else None
         metric_config = expect(raw.get("metric_config") or {}, Mapping, f"{sub_path}.metric_config", "an object")
         if kind == "accuracy":
-            check_keys(metric_config, _ACCURACY_METRIC_CONFIG, f"{sub_path}.metric_config", "metric_config key")
-            if metric_config.get("average") is not None:
-                choice(metric_config["average"], _AVERAGES, f"{sub_path}.metric_config.average", "average")
+            _check_accuracy_config(metric_config, f"{sub_path}.metric_config")
+        elif kind in BUILTIN_SUB_TYPES:
+            check_keys(metric_config, _OPTION_KEYS, f"{sub_path}.metric_config", "metric_config key")
         if any(s.name == sub_name for s in sub_types):
             raise config_error(f"{sub_path}.name", f"sub type '{sub_name}' appears twice in metric '{name}'")
         sub_types.append(SubMetric(sub_name, priority, higher, goal, dict(metric_config)))
@@ -329,11 +355,11 @@ def parse_metric(
                 break
     kwargs: dict[str, Any] = {}
     if "warmup_num" in options:
-        kwargs["warmup_num"] = whole_number(*options["warmup_num"], minimum=0)
+        kwargs["warmup_num"] = whole_number(*options["warmup_num"], minimum=0, maximum=MAX_WARMUP_NUM)
     if "repeat_test_num" in options:
-        kwargs["repeat_test_num"] = whole_number(*options["repeat_test_num"], minimum=1)
+        kwargs["repeat_test_num"] = whole_number(*options["repeat_test_num"], minimum=1, maximum=MAX_REPEAT_TEST_NUM)
     if "sleep_num" in options:
-        kwargs["sleep_num"] = number(*options["sleep_num"], minimum=0)
+        kwargs["sleep_num"] = number(*options["sleep_num"], minimum=0, maximum=MAX_SLEEP_NUM)
     for key in ("output_name", "mask_input"):
         if key in options:
             value, where = options[key]
@@ -387,6 +413,55 @@ def parse_metric(
         json_path=path,
         **kwargs,
     )
+
+
+def _check_user_config(user_config: Mapping[str, Any], path: str, base_dir: str | Path | None) -> None:
+    """The values of a built-in or custom metric's ``user_config`` (the options are checked with the others)."""
+    for key in _PATH_KEYS:
+        if user_config.get(key) is not None:
+            user_path(user_config[key], json_path(path, key), base_dir)
+    for key in _FUNCTION_KEYS:
+        value = user_config.get(key)
+        if value is not None and not callable(value):
+            expect(value, str, json_path(path, key), "the name of a function in user_script")
+    for key in ("evaluate_func_kwargs", "metric_func_kwargs", "func_kwargs"):
+        if user_config.get(key) is not None:
+            expect(user_config[key], Mapping, json_path(path, key), "an object of keyword arguments")
+    for name, kwargs in (user_config.get("func_kwargs") or {}).items():
+        if kwargs is not None:
+            expect(kwargs, Mapping, json_path(json_path(path, "func_kwargs"), name), "an object of keyword arguments")
+    for key in ("io_bind", "shared_kv_buffer"):
+        if user_config.get(key) is not None:
+            expect(user_config[key], bool, json_path(path, key), "true or false")
+    if user_config.get("batch_size") is not None:
+        whole_number(user_config["batch_size"], json_path(path, "batch_size"), minimum=1, maximum=MAX_BATCH_SIZE)
+    input_specs(user_config, path)
+    settings, where = user_config.get("inference_settings"), json_path(path, "inference_settings")
+    if isinstance(settings, Mapping) and "onnx" in settings:
+        # Microsoft Olive keys a metric's settings by framework: {"onnx": {...}}
+        check_keys(settings, ("onnx",), where, "framework")
+        settings, where = settings["onnx"], json_path(where, "onnx")
+    if settings is not None:
+        try:
+            check_inference_settings(settings, where)
+        except ModelLoadError as exc:
+            raise WorkflowConfigError(exc.reason, owner=exc.owner) from None
+
+
+def _check_accuracy_config(metric_config: Mapping[str, Any], path: str) -> None:
+    check_keys(metric_config, _ACCURACY_METRIC_CONFIG, path, "metric_config key")
+    if metric_config.get("average") is not None:
+        choice(metric_config["average"], _AVERAGES, json_path(path, "average"), "average")
+    if metric_config.get("task") is not None:
+        choice(metric_config["task"], _TASKS, json_path(path, "task"), "task")
+    if metric_config.get("num_classes") is not None:
+        whole_number(metric_config["num_classes"], json_path(path, "num_classes"), minimum=1)
+    if metric_config.get("multiclass") is not None:
+        expect(metric_config["multiclass"], bool, json_path(path, "multiclass"), "true or false")
+    if metric_config.get("pos_label") is not None:
+        expect(
+            metric_config["pos_label"], (int, str), json_path(path, "pos_label"), "a label (a whole number or a string)"
+        )
 
 
 def parse_metrics(

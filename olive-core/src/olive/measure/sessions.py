@@ -30,11 +30,14 @@ installed onnxruntime lacks are dropped with a warning while one named provider 
 error. A plugin provider that is not installed, an option it does not know or a device it lacks is an error
 naming the package, the valid options or the devices there are. :func:`session_setup` turns settings into
 what ``InferenceSession`` takes.
+:func:`check_inference_settings` is its first step, and checks settings without onnxruntime: a workflow's
+settings are checked with it when the workflow is read.
 """
 
 from __future__ import annotations
 
 import logging
+import numbers
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -68,7 +71,47 @@ _ENUM_OPTIONS = {
     "execution_order": "ExecutionOrder",
     "graph_optimization_level": "GraphOptimizationLevel",
 }
+# onnxruntime's enums by name and number (checked against onnxruntime by the tests; a value missing here is
+# looked up in the installed onnxruntime before it is refused).
+ENUM_MEMBERS: dict[str, dict[str, int]] = {
+    "ExecutionMode": {"ORT_SEQUENTIAL": 0, "ORT_PARALLEL": 1},
+    "ExecutionOrder": {"DEFAULT": 0, "PRIORITY_BASED": 1, "MEMORY_EFFICIENT": 2},
+    "GraphOptimizationLevel": {
+        "ORT_DISABLE_ALL": 0,
+        "ORT_ENABLE_BASIC": 1,
+        "ORT_ENABLE_EXTENDED": 2,
+        "ORT_ENABLE_LAYOUT": 3,
+        "ORT_ENABLE_ALL": 99,
+    },
+}
+# The other SessionOptions attributes: their kind, and for numbers the range onnxruntime takes (its fields are
+# 32-bit; thread counts beyond a few thousand only exhaust the machine). An attribute missing here is looked up
+# in the installed onnxruntime before it is refused.
+SESSION_OPTIONS: dict[str, tuple[type, int | None, int | None]] = {
+    "enable_cpu_mem_arena": (bool, None, None),
+    "enable_mem_pattern": (bool, None, None),
+    "enable_mem_reuse": (bool, None, None),
+    "enable_profiling": (bool, None, None),
+    "use_deterministic_compute": (bool, None, None),
+    "use_per_session_threads": (bool, None, None),
+    "inter_op_num_threads": (int, 0, 4096),
+    "intra_op_num_threads": (int, 0, 4096),
+    "log_severity_level": (int, -1, 4),
+    "log_verbosity_level": (int, 0, 1000),
+    "logid": (str, None, None),
+    "optimized_model_filepath": (str, None, None),
+    "profile_file_prefix": (str, None, None),
+}
 _KINDS = {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}
+# Options with which onnxruntime writes files of its own, outside the output and cache folders, once for every
+# session Olive makes (and over whatever file is there).
+_WRITES_FILES = {
+    "optimized_model_filepath": "onnxruntime would write the optimized model to this path for every session Olive "
+    "makes (over any file there); Olive writes only into output_dir and cache_dir: remove it (graph "
+    "optimization passes write optimized models)",
+    "enable_profiling": "onnxruntime would write a profile file into the current folder for every session Olive "
+    "makes; Olive writes only into output_dir and cache_dir: remove it (profile the model with onnxruntime itself)",
+}
 # What a session's metadata reports of its options (the ones tuning and the metrics set).
 _DESCRIBED_OPTIONS = ("intra_op_num_threads", "inter_op_num_threads", "execution_mode", "graph_optimization_level")
 
@@ -90,32 +133,67 @@ class SessionSetup(NamedTuple):
     plugin: bool = False
 
 
-def session_setup(
-    inference_settings: Mapping[str, Any] | None = None,
-    execution_providers: Sequence[Any] | str | None = None,
-    where: str = "inference_settings",
-) -> SessionSetup:
-    """Session options and providers from ``inference_settings``.
+def check_inference_settings(inference_settings: Any, where: str = "inference_settings") -> dict[str, Any]:
+    """The settings as a dict, if every key is known and every value of the kind (and range) it takes.
 
-    :param execution_providers: used instead of the settings' providers when given.
-    :param where: how errors name the settings (a JSON path, a metric).
+    Needs no onnxruntime: it checks types, ranges and enum names from the tables here, and consults the
+    installed onnxruntime only for a name they lack. Whether the named providers are installed is for
+    :func:`session_setup` to say.
+
+    :raises ModelLoadError: naming the setting (``where`` and the key) and what it takes.
     """
-    settings = dict(inference_settings or {})
+    if inference_settings is None:
+        return {}
+    if not isinstance(inference_settings, Mapping):
+        raise ModelLoadError(f"expected a dict of inference settings, got {inference_settings!r}", owner=where)
+    settings = dict(inference_settings)
     unknown = [key for key in settings if key not in SETTING_KEYS + RECORDED_KEYS]
     if unknown:
         raise ModelLoadError(
-            f"unknown key '{unknown[0]}'{closest_match_hint(unknown[0], SETTING_KEYS)}; inference_settings take "
+            f"unknown key '{unknown[0]}'{closest_match_hint(str(unknown[0]), SETTING_KEYS)}; inference_settings take "
             f"{', '.join(SETTING_KEYS)}",
             owner=where,
         )
     if "execution_provider" in settings and "execution_providers" in settings:
         raise ModelLoadError("give execution_provider or execution_providers, not both", owner=where)
+    _check_session_options(settings.get("session_options"), f"{where}.session_options")
+    requested = settings.get("execution_provider") or settings.get("execution_providers")
+    if requested is not None:
+        _provider_entries(requested, settings.get("provider_options"), where)
+    elif settings.get("provider_options") is not None:
+        # Their count is checked against the providers a session is made with (the run's, when none are named).
+        given = settings["provider_options"]
+        listed = given if isinstance(given, Sequence) and not isinstance(given, str | bytes) else [given]
+        if not all(_is_dict(options) for options in listed):
+            raise ModelLoadError(f"provider_options needs one dict per execution provider, got {given!r}", owner=where)
+    tuning = settings.get("tuning_op_result")
+    if tuning is not None and not (isinstance(tuning, Sequence) and not isinstance(tuning, str | bytes)):
+        raise ModelLoadError(f"expected a list of tuning results, got {tuning!r}", owner=f"{where}.tuning_op_result")
+    if settings.get("io_bind") is not None and not isinstance(settings["io_bind"], bool):
+        raise ModelLoadError(f"expected true or false, got {settings['io_bind']!r}", owner=f"{where}.io_bind")
+    result_file = settings.get("tuning_result_file")
+    if result_file is not None and not isinstance(result_file, str):
+        raise ModelLoadError(f"expected a file name, got {result_file!r}", owner=f"{where}.tuning_result_file")
+    return settings
+
+
+def session_setup(
+    inference_settings: Mapping[str, Any] | None = None,
+    execution_providers: Sequence[Any] | str | None = None,
+    where: str = "inference_settings",
+) -> SessionSetup:
+    """Session options and providers from ``inference_settings`` (checked by :func:`check_inference_settings`).
+
+    :param execution_providers: used instead of the settings' providers when given.
+    :param where: how errors name the settings (a JSON path, a metric).
+    """
+    settings = check_inference_settings(inference_settings, where)
     options = _session_options(settings.get("session_options"), f"{where}.session_options")
     requested = execution_providers or settings.get("execution_provider") or settings.get("execution_providers")
     device = settings.get("device")
     if device is not None and (not isinstance(device, str) or device.lower() not in DEVICES):
         raise ModelLoadError(f"unknown device {device!r}; use one of {', '.join(DEVICES)}", owner=f"{where}.device")
-    names, inline = _requested_providers(requested or list(DEFAULT_PROVIDERS), settings.get("provider_options"), where)
+    names, inline = _provider_entries(requested or list(DEFAULT_PROVIDERS), settings.get("provider_options"), where)
     adapters = _adapters(names, where)
     if any(adapter is not None for adapter in adapters):
         _add_plugin_providers(options, names, inline, adapters, device, where)
@@ -131,6 +209,7 @@ def create_session(
     what: str | None = None,
     where: str = "inference_settings",
     disabled_optimizers: Sequence[str] | None = None,
+    optimized_model_path: str | Path | None = None,
 ) -> onnxruntime.InferenceSession:
     """A real onnxruntime session for an ``.onnx`` file (or a serialized model) with ``inference_settings``.
 
@@ -138,11 +217,15 @@ def create_session(
     :param what: how a load failure names the model (default: its path).
     :param where: how errors in the settings name them.
     :param disabled_optimizers: onnxruntime graph optimizers to skip (``InferenceSession``'s own argument).
+    :param optimized_model_path: where onnxruntime writes the graph it optimized (what graph optimization passes
+        ask for, into a folder of their own; a workflow's settings may not, as every session would write it).
     :raises ModelLoadError: a bad setting (named), or onnxruntime refusing the model.
     """
     import onnxruntime as ort
 
     setup = session_setup(inference_settings, execution_providers, where)
+    if optimized_model_path is not None:
+        setup.options.optimized_model_filepath = str(optimized_model_path)
     source = model if isinstance(model, bytes) else str(model)
     extra: dict[str, Any] = {"disabled_optimizers": list(disabled_optimizers)} if disabled_optimizers else {}
     try:
@@ -226,17 +309,76 @@ def _config_entry(options: onnxruntime.SessionOptions, key: str) -> str | None:
         return None
 
 
+def _check_session_options(values: Any, where: str) -> None:
+    if values is None:
+        return
+    if not isinstance(values, Mapping):
+        raise ModelLoadError(f"expected a dict of onnxruntime session options, got {values!r}", owner=where)
+    for key, value in values.items():
+        if value is None:
+            continue
+        option = f"{where}.{key}"
+        if key == "extra_session_config":
+            if not isinstance(value, Mapping):
+                raise ModelLoadError(f"expected a dict of session config entries, got {value!r}", owner=option)
+            for entry, setting in value.items():
+                if not isinstance(setting, str | int | float | bool):
+                    raise ModelLoadError(
+                        f"entry '{entry}' = {setting!r}: a session config entry takes a string (or a number)",
+                        owner=option,
+                    )
+        elif key in _ENUM_OPTIONS:
+            _check_enum(_ENUM_OPTIONS[key], value, option)
+        elif key in SESSION_OPTIONS:
+            kind, minimum, maximum = SESSION_OPTIONS[key]
+            fits = isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
+            if not fits:
+                raise ModelLoadError(f"{value!r} is not a valid value; it takes {_KINDS[kind]}", owner=option)
+            if kind is int and not minimum <= value <= maximum:
+                raise ModelLoadError(
+                    f"{value} is out of range; it takes a whole number from {minimum} to {maximum}", owner=option
+                )
+            if key in _WRITES_FILES and value:
+                raise ModelLoadError(_WRITES_FILES[key], owner=option)
+        elif not _onnxruntime_has_option(key):
+            names = [*SESSION_OPTIONS, *_ENUM_OPTIONS, "extra_session_config"]
+            raise ModelLoadError(
+                f"unknown onnxruntime session option '{key}'{closest_match_hint(str(key), names)}; session_options "
+                "take onnxruntime.SessionOptions attributes (intra_op_num_threads, inter_op_num_threads, ...), "
+                "execution_mode, graph_optimization_level and extra_session_config",
+                owner=where,
+            )
+
+
+def _onnxruntime_has_option(name: Any) -> bool:
+    # An attribute a newer onnxruntime added; its value is checked when a session is made.
+    import onnxruntime as ort
+
+    return isinstance(name, str) and isinstance(getattr(ort.SessionOptions, name, None), property)
+
+
+def _check_enum(enum_name: str, value: Any, where: str) -> None:
+    members = ENUM_MEMBERS[enum_name]
+    if isinstance(value, str) and value in members:
+        return
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) in members.values():
+        return
+    if isinstance(value, str | int) and not isinstance(value, bool):
+        import onnxruntime as ort
+
+        enum_type = getattr(ort, enum_name)
+        _enum_value(enum_type, value, where)  # a member a newer onnxruntime added passes; others raise
+        return
+    numbers_ = ", ".join(f"{name} ({number})" for name, number in members.items())
+    raise ModelLoadError(f"unknown {enum_name} value {value!r}; use one of {numbers_}", owner=where)
+
+
 def _session_options(values: Any, where: str) -> onnxruntime.SessionOptions:
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     if values is None:
         return options
-    if not isinstance(values, Mapping):
-        raise ModelLoadError(f"expected a dict of onnxruntime session options, got {values!r}", owner=where)
-    settable = sorted(
-        name for name in dir(ort.SessionOptions) if isinstance(getattr(ort.SessionOptions, name, None), property)
-    )
     for key, value in values.items():
         if value is None:
             continue
@@ -244,7 +386,7 @@ def _session_options(values: Any, where: str) -> onnxruntime.SessionOptions:
             _add_config_entries(options, value, f"{where}.extra_session_config")
         elif key in _ENUM_OPTIONS:
             setattr(options, key, _enum_value(getattr(ort, _ENUM_OPTIONS[key]), value, f"{where}.{key}"))
-        elif key in settable:
+        else:
             try:
                 setattr(options, key, value)
             except (TypeError, ValueError):
@@ -252,14 +394,6 @@ def _session_options(values: Any, where: str) -> onnxruntime.SessionOptions:
                 raise ModelLoadError(
                     f"{value!r} is not a valid value; it takes {kind}", owner=f"{where}.{key}"
                 ) from None
-        else:
-            names = [*settable, *_ENUM_OPTIONS, "extra_session_config"]
-            raise ModelLoadError(
-                f"unknown onnxruntime session option '{key}'{closest_match_hint(str(key), names)}; session_options "
-                "take onnxruntime.SessionOptions attributes (intra_op_num_threads, inter_op_num_threads, ...), "
-                "execution_mode, graph_optimization_level and extra_session_config",
-                owner=where,
-            )
     return options
 
 
@@ -295,11 +429,18 @@ def _enum_value(enum_type: Any, value: Any, where: str) -> Any:
     raise ModelLoadError(f"unknown {enum_type.__name__} value {value!r}; use one of {numbers}", owner=where)
 
 
-def _requested_providers(
+def _provider_entries(
     requested: Any, provider_options: Any, where: str
 ) -> tuple[list[str], list[dict[str, Any] | None]]:
-    """Provider names and the options given for each (inline ``[name, {options}]`` or ``provider_options``)."""
-    entries = [requested] if isinstance(requested, str) else list(requested)
+    """The provider names and their options (inline or from ``provider_options``), checked for shape."""
+    if isinstance(requested, str):
+        entries = [requested]
+    elif isinstance(requested, Sequence) and not isinstance(requested, bytes):
+        entries = list(requested)
+    else:
+        raise ModelLoadError(
+            f"expected a provider name or a list of them, got {requested!r}", owner=f"{where}.execution_provider"
+        )
     names: list[str] = []
     inline: list[dict[str, Any] | None] = []
     for entry in entries:

@@ -8,9 +8,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from olive.config_errors import expect, user_path
+from olive.config_errors import expect, quoted, user_path
 from olive.exceptions import ModelLoadError, WorkflowConfigError, closest_match_hint
 from olive.measure.sessions import create_session
+from olive.paths import UnsafeName, check_plain_name
 
 if TYPE_CHECKING:
     import onnx
@@ -117,6 +118,13 @@ class ONNXModelHandler(OliveModelHandler):
         if path.is_file():
             return str(path)
         if self.onnx_file_name:
+            try:
+                check_plain_name(self.onnx_file_name)
+            except UnsafeName as exc:
+                raise ModelLoadError(
+                    f"onnx_file_name {quoted(self.onnx_file_name)} is not a file name in the folder '{path}' "
+                    f"({exc}); give the name of the .onnx file in it"
+                ) from None
             candidate = path / self.onnx_file_name
             if not candidate.is_file():
                 raise ModelLoadError(

@@ -18,7 +18,7 @@ from olive.passes.pass_config import (
     make_config_class,
 )
 from olive.passes.type_check import TypeMismatch, coerce_value, describe_type, value_choices
-from olive.paths import resolve_user_path
+from olive.paths import UnusablePath, resolve_user_path
 from olive.plugins.identity import identity_of
 from olive.search.search_parameter import (
     Categorical,
@@ -499,7 +499,10 @@ def _check_value(owner: str, name: str, value: Any, param: PassConfigParam, disa
         ) from None
     if param.category in (ParamCategory.PATH, ParamCategory.DATA) and isinstance(value, str | Path):
         # In a workflow the engine has resolved it against the workflow file's folder already.
-        resolved = resolve_user_path(value)
+        try:
+            resolved = resolve_user_path(value)
+        except UnusablePath as exc:
+            raise PassConfigError(f"param '{name}' cannot be a path: {exc}", owner=owner) from None
         value = str(resolved) if isinstance(value, str) else resolved
     return value
 

@@ -71,28 +71,67 @@ class SearchParameter(ABC):
 
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> SearchParameter:
-        """Build a search parameter from its JSON form."""
+        """Build a search parameter from its JSON form; a malformed one is a :class:`SearchSpaceError` saying
+        what is wrong (it comes from a workflow file)."""
         kind = data.get("type")
         builders = {
             "Categorical": lambda: Categorical(data["support"]),
             "Boolean": Boolean,
             "Conditional": lambda: Conditional(
-                parents=tuple(data["parents"]),
-                support={tuple(item["key"]): _value_from_json(item["value"]) for item in data["support"]},
+                parents=_json_parents(data, kind),
+                support={key: _value_from_json(value) for key, value in _json_support(data, kind)},
                 default=_value_from_json(data["default"]) if data.get("default") is not None else None,
             ),
             "ConditionalDefault": lambda: ConditionalDefault(
-                parents=tuple(data["parents"]),
-                support={tuple(item["key"]): item["value"] for item in data["support"]},
+                parents=_json_parents(data, kind),
+                support=dict(_json_support(data, kind)),
                 default=data.get("default", SpecialParamValue.INVALID),
             ),
         }
-        if kind not in builders:
+        if not isinstance(kind, str) or kind not in builders:
             raise SearchSpaceError(f"unknown search parameter type {kind!r}; use one of {', '.join(builders)}")
+        unknown = sorted(str(key) for key in data if key not in _JSON_FIELDS)
+        if unknown:
+            raise SearchSpaceError(
+                f"unknown field {unknown[0]!r} of a search parameter{closest_match_hint(unknown[0], _JSON_FIELDS)}; "
+                f"it takes {', '.join(_JSON_FIELDS)}"
+            )
         try:
             return builders[kind]()
         except KeyError as exc:
             raise SearchSpaceError(f"search parameter of type {kind} is missing the field {exc.args[0]!r}") from None
+
+
+_JSON_FIELDS = ("olive_parameter_type", "type", "support", "parents", "default")
+
+
+def _json_parents(data: Mapping[str, Any], kind: str) -> str | tuple[str, ...]:
+    parents = data["parents"]
+    if isinstance(parents, str):
+        return parents
+    if not isinstance(parents, list) or not all(isinstance(parent, str) for parent in parents):
+        raise SearchSpaceError(f"{kind} parents must be a param name or a list of param names, got {parents!r}")
+    return tuple(parents)
+
+
+def _json_support(data: Mapping[str, Any], kind: str) -> list[tuple[Any, Any]]:
+    """``(key, value)`` pairs of a conditional's JSON ``support``: ``[{"key": [parent values], "value": ...}]``."""
+    support = data["support"]
+    if not isinstance(support, list):
+        raise SearchSpaceError(f'{kind} support must be a list of {{"key": [...], "value": ...}}, got {support!r}')
+    pairs = []
+    for item in support:
+        if not isinstance(item, Mapping) or "key" not in item or "value" not in item:
+            raise SearchSpaceError(f'{kind} support entries are {{"key": [parent values], "value": ...}}, got {item!r}')
+        key = tuple(item["key"]) if isinstance(item["key"], list) else item["key"]
+        try:
+            hash(key)
+        except TypeError:
+            raise SearchSpaceError(
+                f"{kind} support key {item['key']!r} holds a list or an object; parent values are plain values"
+            ) from None
+        pairs.append((key, item["value"]))
+    return pairs
 
 
 def _value_from_json(value: Any) -> SearchParameter:

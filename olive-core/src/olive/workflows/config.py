@@ -7,7 +7,6 @@ Relative paths resolve against the config file's folder (the current folder for 
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -16,23 +15,29 @@ from typing import Any
 import attrs
 
 from olive.config_errors import (
+    check_document,
     check_keys,
     choice,
     config_error,
     expect,
     json_path,
+    load_json,
+    load_yaml,
     number,
+    printable,
+    quoted,
     type_name,
     user_path,
     whole_number,
 )
 from olive.data.config import DataConfig
 from olive.evaluator.metric import Metric, parse_metrics
-from olive.exceptions import WorkflowConfigError, closest_match_hint
+from olive.exceptions import ModelLoadError, WorkflowConfigError, closest_match_hint
 from olive.hardware.constants import PROVIDER_DEVICE
+from olive.measure.sessions import check_inference_settings
 from olive.model.handler import OliveModelHandler
 from olive.model.types import handler_from_config
-from olive.paths import resolve_user_path
+from olive.paths import UnusablePath, resolve_user_path
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +48,7 @@ ENGINE_KEYS: dict[str, tuple[type, str, Any]] = {
     "evaluate_input_model": (bool, "true or false", True),
     "clean_cache": (bool, "true or false", False),
     "clean_evaluation_cache": (bool, "true or false", False),
-    "log_severity_level": (int, "a whole number", 1),
+    "log_severity_level": (int, "a whole number from 0 to 4", 1),
     "plot_pareto_frontier": (bool, "true or false", False),
     "no_artifacts": (bool, "true or false", False),
 }
@@ -69,17 +74,24 @@ TOP_LEVEL_KEYS = (
 )
 PASS_RESERVED_KEYS = ("type", "config", "user_script", "script_dir", "disable_search")
 SAMPLERS = ("sequential", "random", "tpe")
-# sampler_config keys the built-in samplers read, with their types (plugin samplers check their own).
-SAMPLER_OPTIONS: dict[str, dict[str, tuple[type, str]]] = {
+# sampler_config keys the built-in samplers read: a type and its words, or the (minimum, maximum) of a whole
+# number (plugin samplers check their own).
+SAMPLER_OPTIONS: dict[str, dict[str, tuple[type, str] | tuple[int, int]]] = {
     "sequential": {},
     "random": {},
     "tpe": {
-        "n_startup_trials": (int, "a whole number"),
+        "n_startup_trials": (0, 10_000),
         "multivariate": (bool, "true or false"),
         "group": (bool, "true or false"),
-        "max_repeats": (int, "a whole number"),
+        # TPE is asked again this many times in a row for a point it has not proposed before.
+        "max_repeats": (1, 1_000),
     },
 }
+# Seeds go to numpy and optuna, which take 32-bit unsigned seeds.
+SEED_MAX = 2**32 - 1
+# Workers and trials in flight: beyond these a machine runs out of processes before the search does.
+MAX_WORKERS = 1024
+MAX_PENDING = 100_000
 EXECUTION_ORDERS = ("joint", "pass-by-pass")
 EXECUTOR_TYPES = ("sequential", "process", "ray")
 START_METHODS = ("fork", "forkserver", "spawn")
@@ -254,27 +266,37 @@ class WorkflowConfig:
 # Loading
 # --------------------------------------------------------------------------------------------------
 def read_config_file(path: str | Path) -> dict[str, Any]:
-    """Parse a ``.json``, ``.yaml`` or ``.yml`` file into a dict."""
-    path = Path(path)
+    """Parse a ``.json``, ``.yaml`` or ``.yml`` file into a dict.
+
+    A key given twice in one object is an error naming its JSON path (JSON and YAML parsers would silently keep
+    the last one, dropping the first without a look).
+    """
+    try:
+        path = resolve_user_path(path)
+    except UnusablePath as exc:
+        raise WorkflowConfigError(f"config file {quoted(path)} cannot be a path: {exc}") from None
     if path.is_dir():
         raise WorkflowConfigError(f"config file '{path}' is a folder; give the workflow file (JSON or YAML) in it")
     if not path.is_file():
         raise WorkflowConfigError(f"config file '{path}' does not exist; check the path")
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise WorkflowConfigError(
+            f"config file '{path}' is not UTF-8 text (byte {exc.start}); save it as UTF-8"
+        ) from None
+    except OSError as exc:
+        raise WorkflowConfigError(f"config file '{path}' cannot be read ({exc.strerror or exc})") from None
     if not text.strip():
         raise WorkflowConfigError(
             f"config file '{path}' is empty; write a workflow into it (`olive quickstart` writes an example)"
         )
+    yaml_file = path.suffix.lower() in (".yaml", ".yml")
     try:
-        if path.suffix.lower() in (".yaml", ".yml"):
-            import yaml
-
-            data = yaml.safe_load(text)
-        else:
-            data = json.loads(text)
+        data = load_yaml(text) if yaml_file else load_json(text)
     except Exception as exc:  # json.JSONDecodeError, yaml.YAMLError: both carry the position
         raise WorkflowConfigError(
-            f"config file '{path}' is not valid {path.suffix.lstrip('.').upper()}: {exc}"
+            f"config file '{path}' is not valid {'YAML' if yaml_file else 'JSON'}: {printable(exc)}"
         ) from None
     if not isinstance(data, dict):
         raise WorkflowConfigError(f"config file '{path}': the top level must be an object, got {type_name(data)}")
@@ -290,10 +312,13 @@ def load_workflow_config(
     if isinstance(path_or_dict, Mapping):
         data, source, base_dir = dict(path_or_dict), None, Path.cwd()
     else:
+        data = read_config_file(path_or_dict)
         source = Path(path_or_dict).resolve()
-        data, base_dir = read_config_file(source), source.parent
-    data = {**data, **{k: v for k, v in overrides.items() if v is not None}}
-    return _Parser(base_dir, source).parse(data)
+        base_dir = source.parent
+    given = {k: v for k, v in overrides.items() if v is not None}
+    check_document(data)
+    check_document(given)
+    return _Parser(base_dir, source).parse({**data, **given})
 
 
 class _Parser:
@@ -301,8 +326,10 @@ class _Parser:
         self.base_dir = base_dir
         self.source = source
 
-    def path_value(self, value: Any, path: str, must_exist: bool = False) -> Path:
-        return user_path(expect(value, str, path, "a path string"), path, self.base_dir, must_exist=must_exist)
+    def path_value(self, value: Any, path: str, must_exist: bool = False, kind: str | None = None) -> Path:
+        return user_path(
+            expect(value, str, path, "a path string"), path, self.base_dir, must_exist=must_exist, kind=kind
+        )
 
     def parse(self, data: dict[str, Any]) -> WorkflowConfig:
         check_keys(data, TOP_LEVEL_KEYS, "")
@@ -330,15 +357,20 @@ class _Parser:
                     kwargs[key] = resolve_user_path(default, self.base_dir)
                 continue
             value = expect(flat[key], kind, key, words)
-            kwargs[key] = resolve_user_path(value, self.base_dir) if key in ("cache_dir", "output_dir") else value
+            if key in ("cache_dir", "output_dir"):
+                value = user_path(value, key, self.base_dir)
+            elif key == "log_severity_level":
+                value = whole_number(value, key, minimum=0, maximum=4)
+            kwargs[key] = value
         if "user_script" in flat:
-            kwargs["user_script"] = self.path_value(flat["user_script"], "user_script", must_exist=True)
+            kwargs["user_script"] = self.path_value(flat["user_script"], "user_script", must_exist=True, kind="file")
         if "script_dir" in flat:
-            kwargs["script_dir"] = self.path_value(flat["script_dir"], "script_dir", must_exist=True)
+            kwargs["script_dir"] = self.path_value(flat["script_dir"], "script_dir", must_exist=True, kind="folder")
 
         if "input_model" not in flat:
             raise config_error("input_model", 'missing; add {"type": "ONNXModel", "model_path": "model.onnx"}')
         kwargs["input_model"] = self.input_model(flat["input_model"])
+        self.input_model_settings(flat["input_model"])
         systems = self.systems(flat.get("systems", {}))
         kwargs["systems"] = systems
         for key in ("host", "target"):
@@ -361,6 +393,18 @@ class _Parser:
     def input_model(self, value: Any) -> InputModelConfig:
         # The type names a handler class in the olive.models entry-point group; the class checks its own fields.
         return InputModelConfig(handler_from_config(value, "input_model", self.base_dir))
+
+    @staticmethod
+    def input_model_settings(value: dict[str, Any]) -> None:
+        """The input model's ``inference_settings`` are checked as a session would take them (no onnxruntime)."""
+        nested = value.get("config") if isinstance(value.get("config"), dict) else {}
+        for where, fields in (("input_model", value), ("input_model.config", nested)):
+            settings = fields.get("inference_settings")
+            if settings is not None:
+                try:
+                    check_inference_settings(settings, f"{where}.inference_settings")
+                except ModelLoadError as exc:
+                    raise WorkflowConfigError(exc.reason, owner=exc.owner) from None
 
     def systems(self, value: Any) -> dict[str, SystemConfig]:
         expect(value, dict, "systems", "an object mapping system names to systems")
@@ -548,7 +592,9 @@ class _Parser:
             if ref in data_configs:
                 params["data_config"] = data_configs[ref]
             elif ref.endswith(".npz"):
-                params["data_config"] = str(self.path_value(ref, f"{params_path}.data_config", must_exist=True))
+                params["data_config"] = str(
+                    self.path_value(ref, f"{params_path}.data_config", must_exist=True, kind="file")
+                )
             else:
                 raise config_error(
                     f"{params_path}.data_config",
@@ -604,9 +650,9 @@ class _Parser:
                 kwargs["max_samples"] = whole_number(
                     old_cfg["num_samples"], f"{path}.search_algorithm_config.num_samples", minimum=0
                 )
-            if "seed" in old_cfg:
-                kwargs["seed"] = expect(
-                    old_cfg["seed"], (int, type(None)), f"{path}.search_algorithm_config.seed", "an integer"
+            if old_cfg.get("seed") is not None:
+                kwargs["seed"] = whole_number(
+                    old_cfg["seed"], f"{path}.search_algorithm_config.seed", minimum=0, maximum=SEED_MAX
                 )
         if "sampler" in value:
             # Plugin samplers are checked once the engine loads the sampler hooks.
@@ -620,7 +666,8 @@ class _Parser:
         if "max_samples" in value:
             kwargs["max_samples"] = whole_number(value["max_samples"], f"{path}.max_samples", minimum=0)
         if "seed" in value:
-            kwargs["seed"] = expect(value["seed"], (int, type(None)), f"{path}.seed", "an integer")
+            seed = value["seed"]
+            kwargs["seed"] = None if seed is None else whole_number(seed, f"{path}.seed", minimum=0, maximum=SEED_MAX)
         if "stop_when_goals_met" in value:
             kwargs["stop_when_goals_met"] = expect(
                 value["stop_when_goals_met"], bool, f"{path}.stop_when_goals_met", "true or false"
@@ -641,7 +688,11 @@ class _Parser:
         allowed = SAMPLER_OPTIONS[sampler]
         check_keys(options, allowed, path, what=f"option of the {sampler} sampler")
         for key, option in options.items():
-            expect(option, allowed[key][0], json_path(path, key), allowed[key][1])
+            kind, words = allowed[key]
+            if isinstance(kind, int):
+                whole_number(option, json_path(path, key), minimum=kind, maximum=words)
+            else:
+                expect(option, kind, json_path(path, key), words)
 
     def executor(self, value: Any, path: str) -> ExecutorConfig:
         if isinstance(value, str):
@@ -652,13 +703,15 @@ class _Parser:
         allowed["ray"] = ("type", "address", "num_cpus_per_trial", "max_pending")
         check_keys(value, allowed[kind], path)
         kwargs: dict[str, Any] = {"type": kind}
-        for name in ("max_workers", "max_pending"):
+        for name, most in (("max_workers", MAX_WORKERS), ("max_pending", MAX_PENDING)):
             if value.get(name) is not None:
-                kwargs[name] = whole_number(value[name], f"{path}.{name}", minimum=1)
+                kwargs[name] = whole_number(value[name], f"{path}.{name}", minimum=1, maximum=most)
         if value.get("start_method") is not None:
             kwargs["start_method"] = choice(value["start_method"], START_METHODS, f"{path}.start_method")
         if value.get("address") is not None:
             kwargs["address"] = expect(value["address"], str, f"{path}.address", '"auto", "ray://host:port" or null')
         if value.get("num_cpus_per_trial") is not None:
-            kwargs["num_cpus_per_trial"] = number(value["num_cpus_per_trial"], f"{path}.num_cpus_per_trial", above=0)
+            kwargs["num_cpus_per_trial"] = number(
+                value["num_cpus_per_trial"], f"{path}.num_cpus_per_trial", above=0, maximum=MAX_WORKERS
+            )
         return ExecutorConfig(**kwargs)

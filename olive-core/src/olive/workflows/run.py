@@ -140,7 +140,7 @@ def strategy_executor(workflow: WorkflowConfig) -> str:
 
 def prepare(config_or_path: Any, **overrides: Any) -> PreparedWorkflow:
     """Validate the workflow and resolve every pass config; raises before anything runs."""
-    workflow = _bind_data_configs(load_workflow_config(config_or_path, **overrides))
+    workflow = load_workflow_config(config_or_path, **overrides)
     reason = system_folder_reason(workflow.cache_dir)
     if reason is not None:
         raise WorkflowConfigError(
@@ -152,6 +152,7 @@ def prepare(config_or_path: Any, **overrides: Any) -> PreparedWorkflow:
         _check_folder(workflow.cache_dir, "cache_dir")
     _check_folder(workflow.output_dir, "output_dir")
     _check_input_model(workflow)
+    workflow = _bind_data_configs(workflow)
     check_output_dir(workflow.output_dir)
     accelerator, providers, targets = _accelerator(workflow)
     plans = resolve_plan(workflow, accelerator)
