@@ -158,39 +158,15 @@ def _print_dry_run(prepared) -> None:
 
 def _print_summary(output) -> None:
     from rich.console import Console
-    from rich.measure import Measurement
 
     from olive.engine.results import Status
+    from olive.report.data import report_data_from_output
+    from olive.report.table import print_candidates
 
     console = Console()
-    keys = [o["key"] for o in output.objectives]
-    candidates = output.get_output_models()
-    if not keys:
-        keys = sorted({k for n in candidates for k in n.metric_values()})
-    rows = []
-    for node in candidates:
-        chosen = output.best is not None and node.model_id == output.best.model_id
-        values = node.metric_values()
-        searched = []
-        for step in output.lineage(node):
-            for name in output.searched_params.get(step.pass_key, []):
-                searched.append(f"{name}={(step.config or {}).get(name)}")
-        rows.append(
-            (
-                chosen,
-                ("* " if chosen else "  ") + node.model_id,
-                searched,
-                [f"{values[k]:.6g}" if isinstance(values.get(k), int | float) else "-" for k in keys],
-                "yes" if node.is_pareto else "",
-                {True: "met", False: "missed", None: ""}[node.meets_goals],
-            )
-        )
-    table = _candidates_table(keys, rows, separate_values=True)
-    if Measurement.get(console, console.options.update_width(10**6), table).maximum > console.width:
-        # Too narrow for a column of searched values (they would be cut to a few letters): list them under
-        # each model's id instead, one per line.
-        table = _candidates_table(keys, rows, separate_values=False)
-    console.print(table)
+    data = report_data_from_output(output)
+    keys = [o.key for o in data.objectives] or sorted({k for n in data.candidates() for k in n.get("metrics") or {}})
+    print_candidates(data, keys, console, title="Candidates")
     failed = sum(1 for n in output.footprint if n.status is Status.FAILED)
     pruned = sum(1 for n in output.footprint if n.status is Status.PRUNED)
     runs = [n for n in output.footprint if n.pass_key and n.status is not Status.PRUNED]
@@ -200,23 +176,3 @@ def _print_summary(output) -> None:
         chain = " > ".join(f"{n.pass_key} ({n.pass_name})" for n in output.lineage(output.best))
         console.print(f"chosen model: {output.best.model_id} from {chain}", soft_wrap=True)
         console.print(f"written to: {output.output_dir}", soft_wrap=True)
-
-
-def _candidates_table(keys: list[str], rows: list[tuple], separate_values: bool):
-    from rich.table import Table
-
-    table = Table(title="Candidates")
-    table.add_column("model", no_wrap=True)
-    if separate_values:
-        table.add_column("searched values")
-    for key in keys:
-        table.add_column(key, justify="right", overflow="fold")
-    table.add_column("pareto")
-    table.add_column("goals")
-    for chosen, model, searched, values, pareto, goals in rows:
-        if separate_values:
-            cells = [model, " ".join(searched) or "-"]
-        else:
-            cells = ["\n".join([model, *(f"    {value}" for value in searched)])]
-        table.add_row(*cells, *values, pareto, goals, style="bold green" if chosen else None)
-    return table

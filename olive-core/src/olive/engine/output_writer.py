@@ -212,6 +212,7 @@ def write_outputs(output: WorkflowOutput, workflow: WorkflowConfig) -> Path:
                 "best_model_id": best.model_id if best else None,
                 "reason": output.reason,
                 "nodes": [node.to_json() for node in output.footprint],
+                "searched_params": output.searched_params,
             },
         )
         _write_text(output_dir / "run_history.txt", run_history(output))

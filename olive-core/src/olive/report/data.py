@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 import olive
+from olive.evaluator.goals import ranking_rule
 from olive.exceptions import OliveError
 
 FOOTPRINT_FILE = "footprint.json"
@@ -28,6 +29,9 @@ class Objective:
     key: str
     priority: int
     higher_is_better: bool
+    #: differences within it tie (a fraction of the better value when ``relative_tolerance``); 0: exact order
+    tolerance: float = 0.0
+    relative_tolerance: bool = False
 
 
 @attrs.frozen
@@ -38,7 +42,7 @@ class Step:
     pass_key: str | None
     pass_name: str | None
     config: dict[str, Any]
-    #: params whose value differs between the runs of this pass key (what the search varied)
+    #: the searched params and their values in this run (what the search varied)
     varied: dict[str, Any]
 
 
@@ -55,6 +59,9 @@ class ReportData:
     output_model: str | None = None
     olive_core_version: str | None = None
     goals: dict[str, str] = attrs.Factory(dict)
+    #: pass key -> the params the search space held (None: unknown, e.g. an older footprint.json; then the
+    #: params whose values differ between the runs of a pass key stand in)
+    searched_params: dict[str, list[str]] | None = None
     generated: str = attrs.Factory(lambda: datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
 
     # ---------------------------------------------------------------------------------------------
@@ -83,6 +90,11 @@ class ReportData:
 
     def pass_runs(self) -> list[dict[str, Any]]:
         return [n for n in self.nodes if n.get("parent_model_id") is not None]
+
+    @property
+    def ranking_rule(self) -> str:
+        """How the chosen model was picked: the objectives in order, each with its tolerance."""
+        return ranking_rule([attrs.asdict(o) for o in self.objectives])
 
     def metric_keys(self) -> list[str]:
         """Objectives in priority order, then every other metric in the order first seen."""
@@ -114,7 +126,10 @@ class ReportData:
                 break
             seen.add(current["model_id"])
             config = dict(current.get("config") or {})
-            names = varied.get((current.get("pass_key"), current.get("pass_name")), [])
+            if self.searched_params is not None:
+                names = self.searched_params.get(current.get("pass_key") or "", [])
+            else:
+                names = varied.get((current.get("pass_key"), current.get("pass_name")), [])
             steps.append(
                 Step(
                     model_id=current["model_id"],
@@ -166,7 +181,13 @@ def _objectives(raw: Any) -> list[Objective]:
     for item in raw or []:
         if isinstance(item, Mapping) and "key" in item:
             objectives.append(
-                Objective(str(item["key"]), int(item.get("priority", 0)), bool(item.get("higher_is_better", True)))
+                Objective(
+                    str(item["key"]),
+                    int(item.get("priority", 0)),
+                    bool(item.get("higher_is_better", True)),
+                    float(item.get("tolerance") or 0.0),
+                    bool(item.get("relative_tolerance", False)),
+                )
             )
     return sorted(objectives, key=lambda o: o.priority)
 
@@ -203,7 +224,14 @@ def report_data_from_footprint(
         output_model=output_model,
         olive_core_version=olive_core_version,
         goals=dict(goals or {}),
+        searched_params=_searched_params(footprint.get("searched_params")),
     )
+
+
+def _searched_params(raw: Any) -> dict[str, list[str]] | None:
+    if not isinstance(raw, Mapping):
+        return None
+    return {str(k): [str(n) for n in v] for k, v in raw.items() if isinstance(v, list)}
 
 
 def load_report_data(output_dir: str | Path, goals: Mapping[str, str] | None = None) -> ReportData:
@@ -240,6 +268,7 @@ def report_data_from_output(output: Any, goals: Mapping[str, str] | None = None)
         "best_model_id": best.model_id if best is not None else None,
         "reason": output.reason,
         "nodes": [node.to_json() for node in output.footprint],
+        "searched_params": output.searched_params,
     }
     path = output.output_model_path
     return report_data_from_footprint(footprint, str(path) if path else None, _core_version(), goals)
