@@ -11,10 +11,16 @@ import click
 _CACHE_DIR = click.option(
     "--cache-dir",
     type=click.Path(file_okay=False, path_type=Path),
-    default=Path(".olive-cache"),
-    show_default=True,
-    help="The cache folder.",
+    default=None,
+    help="The cache folder (default: $OLIVE_CACHE_DIR, else your user cache folder: the cache of every workflow "
+    "that names no cache_dir).",
 )
+
+
+def _cache_dir(given: Path | None) -> Path:
+    from olive.cache.location import default_cache_dir
+
+    return given if given is not None else default_cache_dir()
 
 
 @click.group("cache")
@@ -25,16 +31,16 @@ def cache_group() -> None:
 @cache_group.command("info")
 @_CACHE_DIR
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def cache_info(cache_dir: Path, as_json: bool) -> None:
+def cache_info(cache_dir: Path | None, as_json: bool) -> None:
     """Show what the cache holds."""
     from olive.cache.store import CacheStore
 
-    info = CacheStore(cache_dir).info()
+    info = CacheStore(_cache_dir(cache_dir)).info()
     if as_json:
         click.echo(json.dumps(info, indent=2))
         return
     if not info["exists"]:
-        click.echo(f"{info['cache_dir']}: no cache here")
+        click.echo(f"{info['cache_dir']}: no cache here" + ("" if cache_dir is not None else " yet"))
         return
     click.echo(f"cache: {info['cache_dir']}")
     click.echo(f"pass runs: {info['runs']}")
@@ -46,11 +52,11 @@ def cache_info(cache_dir: Path, as_json: bool) -> None:
 
 @cache_group.command("clean")
 @_CACHE_DIR
-def cache_clean(cache_dir: Path) -> None:
+def cache_clean(cache_dir: Path | None) -> None:
     """Delete the cache folder."""
     from olive.cache.store import CacheStore
 
-    store = CacheStore(cache_dir)
+    store = CacheStore(_cache_dir(cache_dir))
     if not store.root.exists():
         click.echo(f"{store.root}: nothing to clean")
         return

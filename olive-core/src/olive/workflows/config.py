@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 
+from olive.cache.location import default_cache_dir
 from olive.config_errors import (
     check_keys,
     choice,
@@ -37,7 +38,8 @@ logger = logging.getLogger(__name__)
 
 # key -> (type, how an error names it, default)
 ENGINE_KEYS: dict[str, tuple[type, str, Any]] = {
-    "cache_dir": (str, "a string", ".olive-cache"),
+    # None: the per-user cache (olive.cache.location), shared by every workflow that names none.
+    "cache_dir": (str, "a string", None),
     "output_dir": (str, "a string", "output"),
     "evaluate_input_model": (bool, "true or false", True),
     "clean_cache": (bool, "true or false", False),
@@ -314,7 +316,9 @@ class _Parser:
             kwargs["workflow_id"] = expect(flat["workflow_id"], str, "workflow_id", "a string")
         for key, (kind, words, default) in ENGINE_KEYS.items():
             if key not in flat:
-                if key in ("cache_dir", "output_dir"):
+                if key == "cache_dir":
+                    kwargs[key] = default_cache_dir()
+                elif key == "output_dir":
                     kwargs[key] = resolve_user_path(default, self.base_dir)
                 continue
             value = expect(flat[key], kind, key, words)
