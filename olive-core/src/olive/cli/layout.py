@@ -12,16 +12,14 @@ import re
 from typing import Any
 
 # :class:`~pkg.Name` -> Name, ``code`` -> code, `text` -> text
-_ROLE = re.compile(
-    r":(?:class|func|meth|mod|attr|data|exc|obj|ref|doc|py:\w+):`~?(?:[\w.]*\.)?([^`<]+?)(?:\s*<[^>]*>)?`"
-)
+_ROLE = re.compile(r":(?:class|func|meth|mod|attr|data|exc|obj|ref|doc|py:\w+):`(~?)([^`<]+?)(?:\s*<[^>]*>)?`")
 _DOUBLE = re.compile(r"``(.+?)``")
 _INTERPRETED = re.compile(r"(?<![\w`])`([^`\n]+)`(?!`)_?")
 
 
 def plain_text(text: str) -> str:
     """``text`` (a docstring or its summary) without reStructuredText markup: roles, literals, links."""
-    text = _ROLE.sub(r"\1", text)
+    text = _ROLE.sub(lambda m: m[2].rpartition(".")[2] if m[1] else m[2], text)
     text = _DOUBLE.sub(r"\1", text)
     return _INTERPRETED.sub(r"\1", text)
 

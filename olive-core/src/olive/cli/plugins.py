@@ -14,7 +14,7 @@ from olive.cli.layout import minimum_width
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option("--requirements", is_flag=True, help="Print `name==version` lines that rebuild this set of plugins.")
 def plugins_command(as_json: bool, requirements: bool) -> None:
-    """List distributions that offer passes (``olive.passes``) or hooks (``olive.plugins``).
+    """List distributions that offer passes (entry points olive.passes) or hooks (olive.plugins).
 
     Pass modules are not imported; hook plugins are loaded to report whether their hooks are valid.
     """

@@ -32,6 +32,7 @@ from olive.plugins.discovery import (
     describe_exception,
     iter_entry_points,
     normalize_name,
+    warn_unknown_policy_names,
 )
 from olive.plugins.identity import PassIdentity, acting_as, answer_with_process_wide_registry
 from olive.plugins.install_hints import REPOSITORY_PASSES, distribution_of_pass, install_line, missing_pass_hint
@@ -169,6 +170,7 @@ class PassRegistry:
             if self._entries is None:
                 self._entries = []
                 if self._scan_entry_points:
+                    warn_unknown_policy_names(self.policy)
                     for found in iter_entry_points(PASSES_GROUP):
                         ep = found.entry_point
                         self.add_entry(
