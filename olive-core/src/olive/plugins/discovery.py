@@ -165,7 +165,8 @@ def warn_unknown_policy_names(policy: PluginPolicy) -> list[str]:
             effect = "; as it stands no plugin distribution loads"
         message = (
             f"{variable} names '{name}', which is not an installed plugin distribution"
-            f"{closest_match_hint(name, sorted(installed))}{effect}; installed: {', '.join(sorted(installed)) or '(none)'}"
+            f"{closest_match_hint(name, sorted(installed))}{effect}; "
+            f"installed: {', '.join(sorted(installed)) or '(none)'}"
         )
         logger.warning(message)
         messages.append(message)
