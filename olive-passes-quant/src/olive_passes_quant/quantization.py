@@ -25,6 +25,7 @@ from olive_passes_quant._checks import (
     warn_unknown_nodes,
 )
 from olive_passes_quant._legacy import translate_legacy_params
+from olive_passes_quant._ort_logs import onnxruntime_logs
 from olive_passes_quant._params import (
     EXTRA_OPTION_PARAMS,
     common_params,
@@ -195,7 +196,7 @@ class OnnxQuantization(Pass):
             logger.warning("%s: QOperator with int8 activations is slow on x86-64 CPUs; QDQ is faster", owner)
 
         input_path = self._preprocess(model) if config.quant_preprocess else model.model_path
-        with tempfile.TemporaryDirectory(prefix="olive-quant-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="olive-quant-") as tmp, onnxruntime_logs(logger):
             tmp_output = Path(tmp) / "model.onnx"
             try:
                 if is_static:

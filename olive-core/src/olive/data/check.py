@@ -72,6 +72,8 @@ def check_npz_config(config: DataConfig, io_config: dict[str, Any], exact: bool 
     params = config.load_dataset_config.params
     path = params.get("data_path") or params.get("data_dir")
     where = f"{config.json_path or config.name}.load_dataset_config.data_path"
+    if not isinstance(path, str):
+        raise WorkflowConfigError(f"expected the path of an .npz file (a string), got {path!r}", owner=where)
     try:
         headers = read_npz_headers(path)
     except OliveError as exc:

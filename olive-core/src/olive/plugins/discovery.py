@@ -152,7 +152,7 @@ def warn_unknown_policy_names(policy: PluginPolicy) -> list[str]:
     named += [(DISABLE_PLUGINS_ENV, n) for n in sorted(policy.block)]
     if not named:
         return []
-    from olive.exceptions import closest_match_hint
+    import difflib
 
     installed = plugin_distributions()
     messages = []
@@ -165,7 +165,8 @@ def warn_unknown_policy_names(policy: PluginPolicy) -> list[str]:
             effect = "; as it stands no plugin distribution loads"
         message = (
             f"{variable} names '{name}', which is not an installed plugin distribution"
-            f"{closest_match_hint(name, sorted(installed))}{effect}; "
+            f"{''.join(f' (did you mean {m!r}?)' for m in difflib.get_close_matches(name, sorted(installed), n=1))}"
+            f"{effect}; "
             f"installed: {', '.join(sorted(installed)) or '(none)'}"
         )
         logger.warning(message)
