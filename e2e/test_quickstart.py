@@ -7,28 +7,14 @@ command in a subprocess, as a user would.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-
-def olive(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    script = Path(sys.executable).with_name("olive")
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "olive.cli.main"]
-    return subprocess.run(
-        [*command, *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COLUMNS": "160", **(env or {})},
-        cwd=cwd,
-        timeout=600,
-    )
+from conftest import olive
 
 
 def _read(path: Path) -> Any:
