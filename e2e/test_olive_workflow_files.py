@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import olive
 
-USER_SCRIPT = '''
+USER_SCRIPT = """
 import numpy as np
 import torch
 from torch.utils.data import Dataset
@@ -38,7 +38,7 @@ class RandomFeatures(Dataset):
 @Registry.register_dataset()
 def random_features(data_dir, num_samples=24, **kwargs):
     return RandomFeatures(data_dir, num_samples)
-'''
+"""
 
 
 @pytest.fixture

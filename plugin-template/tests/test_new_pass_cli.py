@@ -140,6 +140,7 @@ def test_wheel_ships_the_template(tmp_path):
         "which runs olive-core/hatch_build.py"
     )
     assert "olive/_template/hooks/pre_gen_project.py" in names
+    assert "olive/_template/hooks/post_gen_project.py" in names
     assert any(n.startswith("olive/_template/{{cookiecutter.__folder}}/src/") for n in names)
     assert not any(n.startswith("olive/_template/tests/") for n in names)
 
