@@ -184,3 +184,26 @@ def test_readme_quickstart_command_is_the_one_tested() -> None:
     readme = Path(__file__).resolve().parents[1] / "README.md"
     assert readme.is_file(), "the repository's README.md is missing"
     assert "olive quickstart" in readme.read_text(encoding="utf-8")
+
+
+def test_quickstart_without_a_folder_writes_to_the_user_data_folder_not_here(tmp_path: Path) -> None:
+    here = tmp_path / "a-clone"
+    here.mkdir()
+    data_home = tmp_path / "data"
+    result = olive("quickstart", "--no-run", cwd=here, env={"XDG_DATA_HOME": str(data_home)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert list(here.iterdir()) == []
+    written = data_home / "olive" / "quickstart"
+    assert sorted(p.name for p in written.iterdir()) == ["data.npz", "model", "quickstart.json"]
+    assert f"olive run --config {written / 'quickstart.json'}" in result.stdout
+
+
+def test_quickstart_caches_in_the_per_user_cache(quickstart: tuple[Path, subprocess.CompletedProcess]) -> None:
+    import os
+
+    directory, _ = quickstart
+    assert "cache_dir" not in _read(directory / "quickstart.json")
+    assert not (directory / ".olive-cache").exists()
+    info = olive("cache", "info", "--json")
+    assert json.loads(info.stdout)["cache_dir"] == os.environ["OLIVE_CACHE_DIR"]
+    assert json.loads(info.stdout)["runs"] > 0

@@ -174,5 +174,5 @@ def _print_summary(output) -> None:
     console.print(f"{len(runs)} pass run(s) ({cached} from cache), {failed} failed, {pruned} pruned")
     if output.best is not None:
         chain = " > ".join(f"{n.pass_key} ({n.pass_name})" for n in output.lineage(output.best))
-        console.print(f"chosen model: {output.best.model_id} from {chain}", soft_wrap=True)
+        console.print(f"chosen model: {output.best.model_id} from {chain}", highlight=False)
         console.print(f"written to: {output.output_dir}", soft_wrap=True)
