@@ -115,3 +115,18 @@ def test_the_batch_size_counts_against_a_fixed_batch_dimension(tmp_path: Path) -
     result = CliRunner().invoke(cli, ["run", str(tmp_path / "wf.json"), "--dry-run"])
     assert result.exit_code == 2, result.output
     assert "size 4 on axis 0 but the input model fixes it to 1" in result.stderr
+
+
+@pytest.mark.parametrize("width", ["40", "200"])
+def test_the_dry_run_table_cuts_no_pass_name(tmp_path: Path, width: str) -> None:
+    workflow = base_workflow(
+        tmp_path,
+        passes={"add_matmuls": {"type": "AddMatMuls"}, "scale": {"type": "ScaleOutput"}},
+        search_strategy={"execution_order": "joint", "sampler": "sequential"},
+    )
+    (tmp_path / "wf.json").write_text(json.dumps(workflow))
+    result = CliRunner().invoke(cli, ["run", str(tmp_path / "wf.json"), "--dry-run"], env={"COLUMNS": width})
+    assert result.exit_code == 0, result.output
+    words = {w.strip(",:;") for w in result.output.split()}
+    assert {"add_matmuls", "AddMatMuls", "ScaleOutput"} <= words, result.output
+    assert "…" not in result.output

@@ -279,7 +279,7 @@ def test_nice_ticks_are_round_and_cover_the_range() -> None:
 
 
 def test_the_report_states_the_ranking_rule_with_each_tolerance(run_output: tuple[Any, Path]) -> None:
-    output, out_dir = run_output
+    _, out_dir = run_output
     page = _Page((out_dir / REPORT_FILE).read_text(encoding="utf-8"))
     text = " ".join("".join(page.text).split())
     # size_on_disk ranks exactly; agreement ties within its default absolute tolerance.

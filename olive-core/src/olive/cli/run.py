@@ -130,19 +130,30 @@ def _print_dry_run(prepared) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from olive.cli.layout import minimum_width
+
     workflow = prepared.workflow
     strategy = workflow.search_strategy
+    rows = [
+        (plan.key, alt.identity.name, str(alt.search_space.size()), ", ".join(alt.search_space.params) or "-")
+        for plan in prepared.plans
+        for alt in plan.alternatives
+    ]
     table = Table(title="Passes")
-    table.add_column("pass key")
-    table.add_column("pass")
-    table.add_column("points", justify="right")
-    table.add_column("searched params")
-    for plan in prepared.plans:
-        for alt in plan.alternatives:
-            params = ", ".join(alt.search_space.params) or "-"
-            table.add_row(plan.key, alt.identity.name, str(alt.search_space.size()), params)
+    table.add_column("pass key", no_wrap=True)
+    table.add_column("pass", no_wrap=True)
+    table.add_column("points", justify="right", no_wrap=True)
+    # Param names wrap after their commas, never inside a name.
+    table.add_column("searched params", overflow="fold")
+    for row in rows:
+        table.add_row(*row)
     console = Console()
-    console.print(table)
+    if minimum_width(table, console.width) <= console.width:
+        console.print(table)
+    else:
+        console.print("Passes", style="bold")
+        for key, name, points, params in rows:
+            console.print(f"  {key}: {name}, {points} point(s); searched: {params}", highlight=False)
     order = strategy.execution_order if strategy else "none (each pass runs once with its default config)"
     console.print(f"search: {order}" + (f", sampler {strategy.sampler}" if strategy else ""))
     for key, size in prepared.search_space_sizes().items():
