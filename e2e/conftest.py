@@ -1,17 +1,13 @@
-"""Shared by the journeys: the real ``olive`` command in a subprocess, and per-user folders kept in the test's
-temporary folder (the cache, and where ``olive quickstart`` writes when given no folder)."""
+"""Shared by the journeys: per-user folders (the cache, and where ``olive quickstart`` writes when given no
+folder) kept in the session's temporary folder, never the real home."""
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -34,17 +30,3 @@ def per_user_folders(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
-
-
-def olive(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """``olive ARGS`` as a user runs it (160 columns unless ``env`` says otherwise)."""
-    script = Path(sys.executable).with_name("olive")
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "olive.cli.main"]
-    return subprocess.run(
-        [*command, *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COLUMNS": "160", **(env or {})},
-        cwd=cwd,
-        timeout=600,
-    )

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import REPO, olive
+from journey import REPO, olive
 
 EXAMPLES = sorted([*(REPO / "examples").glob("*.json"), *(REPO / "examples").glob("*.yaml")])
 

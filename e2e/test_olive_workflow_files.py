@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import olive
+from journey import olive
 
 USER_SCRIPT = """
 import numpy as np

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import olive
+from journey import olive
 
 
 def _read(path: Path) -> Any:

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from journey import REPO
 
 
 def _bash_blocks(markdown: str) -> list[tuple[str, str]]:
