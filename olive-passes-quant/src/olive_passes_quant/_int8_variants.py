@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from olive.exceptions import OliveError
-from olive_passes_quant._ort_logs import onnxruntime_logs
+from olive.logs import onnxruntime_logs
 
 if TYPE_CHECKING:
     import onnx

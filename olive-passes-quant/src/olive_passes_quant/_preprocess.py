@@ -9,7 +9,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from olive_passes_quant._ort_logs import onnxruntime_logs
+from olive.logs import onnxruntime_logs
 
 logger = logging.getLogger(__name__)
 

@@ -6,10 +6,10 @@ import logging
 from typing import TYPE_CHECKING
 
 from olive.exceptions import PassParamError
+from olive.logs import onnxruntime_logs
 from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
 from olive_passes_quant._checks import warn_unknown_nodes
-from olive_passes_quant._ort_logs import onnxruntime_logs
 from olive_passes_quant._types import AccuracyLevel
 
 if TYPE_CHECKING:

@@ -6,9 +6,9 @@ import logging
 from typing import TYPE_CHECKING
 
 from olive.config_errors import param_in_range
+from olive.logs import onnxruntime_logs
 from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
-from olive_passes_quant._ort_logs import onnxruntime_logs
 
 logger = logging.getLogger(__name__)
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from olive.config_errors import param_in_range
 from olive.exceptions import PassParamError, PassRunError
+from olive.logs import onnxruntime_logs
 from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
 from olive.search.search_parameter import Categorical
@@ -25,7 +26,6 @@ from olive_passes_quant._checks import (
     warn_unknown_nodes,
 )
 from olive_passes_quant._legacy import translate_legacy_params
-from olive_passes_quant._ort_logs import onnxruntime_logs
 from olive_passes_quant._params import (
     EXTRA_OPTION_PARAMS,
     common_params,
