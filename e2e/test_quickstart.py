@@ -7,6 +7,7 @@ command in a subprocess, as a user would.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 from html.parser import HTMLParser
@@ -83,6 +84,9 @@ def test_quickstart_prints_the_table_and_the_chosen_path(quickstart: tuple[Path,
         if node["is_candidate"]:
             assert node["model_id"] in out
     assert f"Chosen model: {directory / 'output' / 'model.onnx'}" in out
+    # The latency comparison is the paired one (both models timed in alternating rounds).
+    paired = r"latency-ratio_p50: [0-9.]+ \([0-9.]+x (faster|slower), timed alternately with the input model\)"
+    assert re.search(paired, out), out
     assert f"olive run --config {directory / 'quickstart.json'}" in out
     # the progress bar went to stderr
     assert "search" in result.stderr and "6/6" in result.stderr

@@ -86,3 +86,15 @@ def test_an_edited_workflow_is_not_overwritten_without_force(tmp_path: Path) -> 
     assert json.loads(path.read_text()) == edited
     write_quickstart_files(tmp_path, force=True)
     assert json.loads(path.read_text()) == quickstart_workflow()
+
+
+def test_quickstart_ranks_latency_by_the_paired_ratio_to_the_input_model() -> None:
+    # The p50 ratio is timed in alternating rounds with the input model (olive.measure.interleaved_runs), so
+    # the comparison survives the machine changing speed during the search.
+    from olive.evaluator.metric import parse_metrics
+
+    workflow = quickstart_workflow()
+    metrics = parse_metrics(workflow["evaluators"]["common"]["metrics"], data_config_names={"samples"})
+    ranked = sorted((sub.priority, f"{m.name}-{sub.name}") for m in metrics for sub in m.sub_types if sub.priority > 0)
+    assert ranked[0] == (1, "latency-ratio_p50")
+    assert "cache_dir" not in workflow  # the per-user cache, not a folder beside the workflow
