@@ -117,6 +117,10 @@ def step_labels(data: ReportData, node: Mapping[str, Any]) -> list[str]:
             parts.append(alternatives.get(step.pass_name or "", step.pass_name or "?"))
         parts.extend(f"{name}={_short(value)}" for name, value in step.varied.items())
         lines.append(" ".join(parts) if len(parts) > 1 else f"{step.pass_key} ({step.pass_name})")
+    target = node.get("target") if node.get("target_of") else None
+    if isinstance(target, Mapping) and target.get("label"):
+        # One of several targets: where the model ran is a searched value too.
+        lines.append(f"on={target['label']}")
     return lines
 
 
