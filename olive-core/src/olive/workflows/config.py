@@ -542,7 +542,8 @@ class _Parser:
         if spec.get("type_args"):
             expect(spec["type_args"], dict, f"{path}.type_args", "an object")
             self.ignored.append(f"{path}.type_args")
-        for index, metric in enumerate(spec.get("metrics") or []):
+        metrics_given = spec.get("metrics")
+        for index, metric in enumerate(metrics_given if isinstance(metrics_given, list) else []):
             if isinstance(metric, dict):
                 self.note_ignored_metric_keys(metric, f"{path}.metrics[{index}]")
         if "metrics" not in spec:
