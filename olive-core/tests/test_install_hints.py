@@ -55,8 +55,8 @@ def test_a_microsoft_olive_pass_none_here_provides_is_said_plainly(isolated_regi
     with pytest.raises(UnknownPassError) as caught:
         isolated_registry.get_pass_class("GptqQuantizer")
     assert str(caught.value).startswith(
-        "pass 'GptqQuantizer' is a Microsoft Olive pass (a PyTorch pass that works on the PyTorch model before "
-        "conversion) that no distribution here provides"
+        "pass 'GptqQuantizer' is a Microsoft Olive pass (a PyTorch pass (it works on the PyTorch model before "
+        "conversion)) that no distribution here provides"
     )
 
 

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from olive.exceptions import WorkflowConfigError
-from olive.plugins.install_hints import install_line
 from olive.plugins.named_types import NamedTypeRegistry
 from olive.plugins.process_wide import ProcessWide
 
@@ -50,6 +49,7 @@ PROVIDED_ELSEWHERE: dict[str, str | None] = {
     "TransformersPromptDummyDataContainer": None,
     "TransformersTokenDummyDataContainer": None,
 }
+INSTALL_HINTS = {TORCH_DISTRIBUTION: 'from a clone of this repository: pip install -e "./olive-passes-torch[hf]"'}
 
 
 class DataContainerType:
@@ -97,7 +97,7 @@ def new_container_registry(entry_points: bool = True) -> NamedTypeRegistry:
         "data container",
         base=DataContainerType,
         provided_elsewhere=PROVIDED_ELSEWHERE,
-        install_hints={TORCH_DISTRIBUTION: install_line(TORCH_DISTRIBUTION, "hf")},
+        install_hints=INSTALL_HINTS,
         error_type=WorkflowConfigError,
         entry_points=entry_points,
     )

@@ -43,7 +43,6 @@ from typing import Any
 from olive.exceptions import ModelLoadError, PluginLoadError, WorkflowConfigError
 from olive.model.handler import OliveModelHandler, ONNXModelHandler
 from olive.plugins.discovery import normalize_name
-from olive.plugins.install_hints import install_line
 from olive.plugins.named_types import NamedTypeRegistry
 from olive.plugins.process_wide import ProcessWide
 
@@ -76,6 +75,7 @@ PROVIDED_ELSEWHERE: dict[str, str | None] = {
     "SNPEModel": None,
     "TensorFlowModel": None,
 }
+INSTALL_HINTS = {TORCH_DISTRIBUTION: 'from a clone of this repository: pip install -e "./olive-passes-torch[hf]"'}
 # Other spellings older workflow files use.
 _ALIASES = {"onnx": "ONNXModel"}
 _CORE = "olive-core"
@@ -92,7 +92,7 @@ def new_model_type_registry(entry_points: bool = True) -> NamedTypeRegistry:
         "model type",
         base=OliveModelHandler,
         provided_elsewhere=PROVIDED_ELSEWHERE,
-        install_hints={TORCH_DISTRIBUTION: install_line(TORCH_DISTRIBUTION, "hf")},
+        install_hints=INSTALL_HINTS,
         error_type=UnknownModelTypeError,
         entry_points=entry_points,
         exempt=(_CORE,),

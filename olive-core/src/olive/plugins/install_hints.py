@@ -49,7 +49,7 @@ REPOSITORY_MODEL_TYPES: dict[str, tuple[str, str | None]] = {
     "PyTorchModel": ("olive-passes-torch", None),
 }
 
-_PYTORCH = "a PyTorch pass that works on the PyTorch model before conversion"
+_PYTORCH = "a PyTorch pass (it works on the PyTorch model before conversion)"
 _QNN = "a Qualcomm QNN/SNPE SDK pass"
 _VITIS = "an AMD Vitis AI pass"
 _INC = "an Intel Neural Compressor pass"
