@@ -59,3 +59,16 @@ def test_startup_benchmark_quick_mode(capsys: pytest.CaptureFixture[str]) -> Non
     for row in rows:
         assert all(float(cell) > 0 for cell in row[2:])
     assert table in capsys.readouterr().out
+
+
+def test_ranking_tolerance_benchmark_reports_every_metric_of_both_models():
+    rows = json.loads(_run("bench_ranking_tolerance.py", "--json"))
+    assert {(r["model"], r["metric"]) for r in rows} >= {
+        ("input model", "latency-p50"),
+        ("dynamic int8", "latency-ratio_p50"),
+        ("dynamic int8", "agreement-cosine_mean"),
+    }
+    # Agreement is deterministic on CPU; the input model against itself is 1 by definition.
+    by_key = {(r["model"], r["metric"]): r for r in rows}
+    assert by_key[("dynamic int8", "agreement-cosine_mean")]["max_abs_diff"] == 0
+    assert by_key[("input model", "latency-ratio_p50")]["median"] == 1.0

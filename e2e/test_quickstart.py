@@ -7,28 +7,15 @@ command in a subprocess, as a user would.
 from __future__ import annotations
 
 import json
-import os
+import re
 import subprocess
-import sys
 import time
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-
-def olive(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    script = Path(sys.executable).with_name("olive")
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "olive.cli.main"]
-    return subprocess.run(
-        [*command, *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COLUMNS": "160", **(env or {})},
-        cwd=cwd,
-        timeout=600,
-    )
+from journey import olive
 
 
 def _read(path: Path) -> Any:
@@ -97,6 +84,9 @@ def test_quickstart_prints_the_table_and_the_chosen_path(quickstart: tuple[Path,
         if node["is_candidate"]:
             assert node["model_id"] in out
     assert f"Chosen model: {directory / 'output' / 'model.onnx'}" in out
+    # The latency comparison is the paired one (both models timed in alternating rounds).
+    paired = r"latency-ratio_p50: [0-9.]+ \([0-9.]+x (faster|slower), timed alternately with the input model\)"
+    assert re.search(paired, out), out
     assert f"olive run --config {directory / 'quickstart.json'}" in out
     # the progress bar went to stderr
     assert "search" in result.stderr and "6/6" in result.stderr
@@ -198,3 +188,26 @@ def test_readme_quickstart_command_is_the_one_tested() -> None:
     readme = Path(__file__).resolve().parents[1] / "README.md"
     assert readme.is_file(), "the repository's README.md is missing"
     assert "olive quickstart" in readme.read_text(encoding="utf-8")
+
+
+def test_quickstart_without_a_folder_writes_to_the_user_data_folder_not_here(tmp_path: Path) -> None:
+    here = tmp_path / "a-clone"
+    here.mkdir()
+    data_home = tmp_path / "data"
+    result = olive("quickstart", "--no-run", cwd=here, env={"XDG_DATA_HOME": str(data_home)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert list(here.iterdir()) == []
+    written = data_home / "olive" / "quickstart"
+    assert sorted(p.name for p in written.iterdir()) == ["data.npz", "model", "quickstart.json"]
+    assert f"olive run --config {written / 'quickstart.json'}" in result.stdout
+
+
+def test_quickstart_caches_in_the_per_user_cache(quickstart: tuple[Path, subprocess.CompletedProcess]) -> None:
+    import os
+
+    directory, _ = quickstart
+    assert "cache_dir" not in _read(directory / "quickstart.json")
+    assert not (directory / ".olive-cache").exists()
+    info = olive("cache", "info", "--json")
+    assert json.loads(info.stdout)["cache_dir"] == os.environ["OLIVE_CACHE_DIR"]
+    assert json.loads(info.stdout)["runs"] > 0

@@ -12,7 +12,12 @@ from pathlib import Path
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 # What a render needs; the template's own tests and settings stay out.
-_TEMPLATE_ITEMS = ("cookiecutter.json", "hooks/pre_gen_project.py", "{{cookiecutter.__folder}}")
+_TEMPLATE_ITEMS = (
+    "cookiecutter.json",
+    "hooks/pre_gen_project.py",
+    "hooks/post_gen_project.py",
+    "{{cookiecutter.__folder}}",
+)
 
 
 class TemplateBuildHook(BuildHookInterface):

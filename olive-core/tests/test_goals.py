@@ -5,16 +5,19 @@ from __future__ import annotations
 import pytest
 
 from olive.evaluator.goals import (
+    Tolerance,
     meets_goals,
     objectives_of,
     pareto_frontier,
     rank_candidates,
+    ranking_rule,
     resolve_goals,
+    tolerances_of,
     unmet_goals,
 )
 from olive.evaluator.metric import parse_metrics
 from olive.evaluator.result import MetricResult, SubMetricResult
-from olive.exceptions import OliveError
+from olive.exceptions import OliveError, WorkflowConfigError
 
 
 def _result(latency=None, accuracy=None, size=None):
@@ -158,3 +161,107 @@ def test_result_json_round_trip():
     again = MetricResult.from_json(data)
     assert again == result
     assert MetricResult.from_json(result.to_json(include_metadata=True)).metadata == result.metadata
+
+
+# --------------------------------------------------------------------------------------------------
+# Ranking tolerance: differences below what the measurement can tell apart are ties
+# --------------------------------------------------------------------------------------------------
+def _cosine_then_latency(cosine: float, latency_ms: float) -> MetricResult:
+    return MetricResult(
+        {
+            "agreement-cosine_mean": SubMetricResult(cosine, 1, True),
+            "latency-p50": SubMetricResult(latency_ms, 2, False),
+        }
+    )
+
+
+def _objectives(cosine_tolerance: float | None, latency_tolerance: float | None) -> list[dict]:
+    subs_cos = {"name": "cosine_mean", "priority": 1, "goal": {"type": "threshold", "value": 0.99}}
+    subs_lat = {"name": "p50", "priority": 2}
+    if cosine_tolerance is not None:
+        subs_cos["tolerance"] = cosine_tolerance
+    if latency_tolerance is not None:
+        subs_lat["tolerance"] = latency_tolerance
+    metrics = parse_metrics(
+        [
+            {"name": "agreement", "type": "agreement", "sub_types": [subs_cos], "data_config": "d"},
+            {"name": "latency", "type": "latency", "sub_types": [subs_lat]},
+        ],
+        data_config_names={"d"},
+    )
+    subs = {f"{m.name}-{s.name}": s for m in metrics for s in m.sub_types}
+    return [
+        {
+            "key": key,
+            "priority": subs[key].priority,
+            "higher_is_better": subs[key].higher_is_better,
+            "tolerance": subs[key].tolerance,
+            "relative_tolerance": subs[key].relative_tolerance,
+        }
+        for key in objectives_of(metrics)
+    ]
+
+
+# The all-MiniLM-L6-v2 case: the first model is 1.9x slower for a cosine 0.0001 higher.
+SLOW_BUT_A_HAIR_CLOSER = {
+    "slow": _cosine_then_latency(0.9952, 19.0),
+    "fast": _cosine_then_latency(0.9951, 10.0),
+    "fast_but_worse": _cosine_then_latency(0.9930, 9.0),
+}
+
+
+def test_default_tolerance_lets_a_tie_on_cosine_fall_through_to_latency():
+    objectives = _objectives(None, None)
+    keys = [o["key"] for o in objectives]
+    tolerant = rank_candidates(SLOW_BUT_A_HAIR_CLOSER, keys, tolerances=tolerances_of(objectives))
+    exact = rank_candidates(SLOW_BUT_A_HAIR_CLOSER, keys)
+    assert tolerant == ["fast", "slow", "fast_but_worse"]
+    assert exact == ["slow", "fast", "fast_but_worse"]
+
+
+def test_tolerance_zero_is_microsoft_olives_exact_order():
+    objectives = _objectives(0, 0)
+    keys = [o["key"] for o in objectives]
+    assert rank_candidates(SLOW_BUT_A_HAIR_CLOSER, keys, tolerances=tolerances_of(objectives)) == [
+        "slow",
+        "fast",
+        "fast_but_worse",
+    ]
+
+
+def test_relative_latency_tolerance_ties_close_latencies_and_the_next_priority_decides():
+    def result(latency_ms: float, cosine: float) -> MetricResult:
+        return MetricResult(
+            {
+                "latency-p50": SubMetricResult(latency_ms, 1, False),
+                "agreement-cosine_mean": SubMetricResult(cosine, 2, True),
+            }
+        )
+
+    results = {"a": result(10.0, 0.991), "b": result(10.4, 0.999), "c": result(11.0, 1.0)}
+    keys = ["latency-p50", "agreement-cosine_mean"]
+    five_percent = {"latency-p50": Tolerance(0.05, relative=True)}
+    # b is within 5% of a (10.4 <= 10.5) and agrees better; c is 10% slower: a real difference.
+    assert rank_candidates(results, keys, tolerances=five_percent) == ["b", "a", "c"]
+    assert rank_candidates(results, keys) == ["a", "b", "c"]
+
+
+def test_tolerance_defaults_and_validation():
+    objectives = {o["key"]: o for o in _objectives(None, None)}
+    assert objectives["latency-p50"]["relative_tolerance"] is True
+    assert objectives["latency-p50"]["tolerance"] > 0
+    assert objectives["agreement-cosine_mean"] == {**objectives["agreement-cosine_mean"], "tolerance": 1e-4}
+    size = parse_metrics([{"name": "size", "type": "size_on_disk", "sub_types": [{"name": "bytes", "priority": 1}]}])
+    assert size[0].sub_types[0].tolerance == 0.0
+    with pytest.raises(WorkflowConfigError, match=r"sub_types\[0\]\.tolerance"):
+        _objectives(-0.1, None)
+    with pytest.raises(WorkflowConfigError, match=r"tolerance.*fraction"):
+        _objectives(None, 5)
+
+
+def test_the_ranking_rule_says_what_ties():
+    rule = ranking_rule(_objectives(None, 0))
+    assert rule.startswith("by agreement-cosine_mean (higher is better, within 0.0001 ties), then latency-p50")
+    assert "latency-p50 (lower is better, exact)" in rule
+    assert "falls through to the next priority" in rule
+    assert "ties" not in ranking_rule(_objectives(0, 0)).replace("exact", "")

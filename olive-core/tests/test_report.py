@@ -276,3 +276,19 @@ def test_nice_ticks_are_round_and_cover_the_range() -> None:
     assert nice_ticks(0.0, 10.0) == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
     assert nice_ticks(0.9981, 1.0004) == [0.9985, 0.999, 0.9995, 1.0]
     assert nice_ticks(5.0, 5.0) == [5.0]
+
+
+def test_the_report_states_the_ranking_rule_with_each_tolerance(run_output: tuple[Any, Path]) -> None:
+    _, out_dir = run_output
+    page = _Page((out_dir / REPORT_FILE).read_text(encoding="utf-8"))
+    text = " ".join("".join(page.text).split())
+    # size_on_disk ranks exactly; agreement ties within its default absolute tolerance.
+    assert (
+        "Ranking: by size-bytes (lower is better, exact), then agree-cosine_mean (higher is better, within 0.0001 "
+        "ties); a tie falls through to the next priority; candidates that meet every goal first."
+    ) in text
+    footprint = json.loads((out_dir / "footprint.json").read_text())
+    assert {o["key"]: o["tolerance"] for o in footprint["objectives"]} == {
+        "size-bytes": 0.0,
+        "agree-cosine_mean": 1e-4,
+    }

@@ -119,7 +119,11 @@ def test_missing_cookiecutter_names_the_extra(tmp_path):
         text=True,
     )
     assert result.returncode == 1
-    assert 'pip install "olive-core[template]"' in result.stderr
+    # The extra, with a line that installs it from where this olive-core came from.
+    from olive.plugins.install_hints import install_line
+
+    assert install_line("olive-core", "template") in result.stderr
+    assert "[template]" in result.stderr
     assert list(tmp_path.iterdir()) == []
 
 
@@ -140,6 +144,7 @@ def test_wheel_ships_the_template(tmp_path):
         "which runs olive-core/hatch_build.py"
     )
     assert "olive/_template/hooks/pre_gen_project.py" in names
+    assert "olive/_template/hooks/post_gen_project.py" in names
     assert any(n.startswith("olive/_template/{{cookiecutter.__folder}}/src/") for n in names)
     assert not any(n.startswith("olive/_template/tests/") for n in names)
 

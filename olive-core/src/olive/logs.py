@@ -5,17 +5,27 @@ Olive's loggers are ``olive`` and the top-level package of every installed plugi
 level (and a handler, for the CLI) for the length of a block, so a pass distribution's INFO records show
 wherever Olive's own do.
 
+onnxruntime's own log lines go to our loggers at debug level (:func:`onnxruntime_logs`).
+
 Libraries that log the same advice on every call (onnxruntime's quantizer asks for pre-processing on every
 model; its transformer fusions report once per layer) would otherwise repeat it once per search point or
 layer. :class:`OnceFilter` is the one filter for that, and :func:`once_per_message` applies it to some
 loggers for the length of a block.
+
+onnxruntime's tools log on the root logger (``logging.warning(...)``, which also installs a handler printing
+``WARNING:root:...`` into the user's output when none is there) and on their ``onnxruntime.*`` loggers, about
+things our passes already handle ("Please consider to run pre-processing before quantization", "Model
+producer not matched"). Inside :func:`onnxruntime_logs` every such record is logged again on the pass's own
+logger at debug level, in our words where the user can act on it, and goes nowhere else.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
-from collections.abc import Iterator
+import os
+from collections.abc import Iterable, Iterator
 
 from olive.plugins.discovery import iter_entry_points
 
@@ -97,3 +107,69 @@ def once_per_message(*loggers: logging.Logger, once: OnceFilter | None = None) -
     finally:
         for target in targets:
             target.removeFilter(once)
+
+
+# onnxruntime's advice, in words that name what the user can change here.
+_OUR_WORDS = {
+    "Please consider to run pre-processing before quantization": (
+        "onnxruntime advises quantization pre-processing for this model; quant_preprocess: true runs it"
+    ),
+}
+
+
+def _onnxruntime_dir() -> str | None:
+    spec = importlib.util.find_spec("onnxruntime")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    return os.path.realpath(locations[0]) + os.sep if locations else None
+
+
+def _in_our_words(message: str) -> str:
+    for prefix, ours in _OUR_WORDS.items():
+        if message.startswith(prefix):
+            return ours
+    return f"onnxruntime: {message}"
+
+
+@contextlib.contextmanager
+def onnxruntime_logs(target: logging.Logger, loggers: Iterable[str] = ()) -> Iterator[None]:
+    """Inside the block, records onnxruntime logs go to ``target`` at DEBUG instead of the user's output.
+
+    Caught: records logged on the root logger from onnxruntime's files, everything on the ``onnxruntime``
+    loggers, and everything on ``loggers`` (onnxruntime's transformer tools import their modules under bare
+    names such as ``fusion_attention``).
+    """
+    ort_dir = _onnxruntime_dir()
+
+    class _FromOnnxruntime(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            if ort_dir is None or not os.path.realpath(record.pathname).startswith(ort_dir):
+                return True
+            target.debug("%s", _in_our_words(record.getMessage()))
+            return False
+
+    class _Forward(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            target.debug("%s", _in_our_words(record.getMessage()))
+
+    root = logging.getLogger()
+    drop, forward = _FromOnnxruntime(), _Forward()
+    # logging.warning() configures a printing handler on a root logger that has none; give it one that does
+    # nothing for as long as the block runs.
+    placeholder = logging.NullHandler() if not root.handlers else None
+    if placeholder is not None:
+        root.addHandler(placeholder)
+    root.addFilter(drop)
+    diverted = [logging.getLogger(name) for name in dict.fromkeys(("onnxruntime", *loggers))]
+    saved = [(logger, logger.propagate) for logger in diverted]
+    for logger in diverted:
+        logger.addHandler(forward)
+        logger.propagate = False
+    try:
+        yield
+    finally:
+        for logger, propagate in saved:
+            logger.propagate = propagate
+            logger.removeHandler(forward)
+        root.removeFilter(drop)
+        if placeholder is not None:
+            root.removeHandler(placeholder)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from olive.config_errors import param_in_range
 from olive.exceptions import PassConfigError, PassParamError, PassRunError, closest_match_hint
-from olive.logs import once_per_message
+from olive.logs import once_per_message, onnxruntime_logs
 from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
 from olive.search.search_parameter import Categorical
@@ -200,7 +200,7 @@ class OrtTransformersOptimization(Pass):
         blocks = 0 if config.only_onnxruntime or not options.enable_attention else count_attention_blocks(proto)
         try:
             # opt_level=0: onnxruntime's own pre-optimization helper imports torch; it ran above instead.
-            with _deduplicated_fusion_logs():
+            with _deduplicated_fusion_logs(), onnxruntime_logs(logger, _fusion_loggers()):
                 optimizer = optimize_model(
                     proto,
                     model_type=model_type,
@@ -438,6 +438,9 @@ def _unfused_attention(
 def _deduplicated_fusion_logs() -> Iterator[None]:
     # Loggers are per module ("fusion_attention", "onnx_model_bert"...) and exist once the optimizer is imported;
     # their fusions repeat each message for every layer.
-    names = [name for name in logging.root.manager.loggerDict if name.startswith(_FUSION_LOGGERS)]
-    with once_per_message(*[logging.getLogger(name) for name in names]):
+    with once_per_message(*[logging.getLogger(name) for name in _fusion_loggers()]):
         yield
+
+
+def _fusion_loggers() -> list[str]:
+    return [name for name in logging.root.manager.loggerDict if name.startswith(_FUSION_LOGGERS)]

@@ -10,14 +10,14 @@ once scored.
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from olive.exceptions import OliveError
+from olive.logs import onnxruntime_logs
 
 if TYPE_CHECKING:
     import onnx
@@ -114,23 +114,6 @@ def float_nodes_left(quantized: onnx.ModelProto, original: onnx.ModelProto, cand
     return left
 
 
-@contextlib.contextmanager
-def _quiet_quantizer() -> Iterator[None]:
-    # onnxruntime's quantizer logs the same advice ("consider pre-processing") on the root logger for
-    # every call; a sensitivity analysis makes dozens of calls, so hold it back while they run.
-    class _Drop(logging.Filter):
-        def filter(self, record: logging.LogRecord) -> bool:
-            return record.levelno >= logging.ERROR
-
-    root = logging.getLogger()
-    drop = _Drop()
-    root.addFilter(drop)
-    try:
-        yield
-    finally:
-        root.removeFilter(drop)
-
-
 class _ListReader:
     """Calibration batches already in memory, as onnxruntime's CalibrationDataReader."""
 
@@ -179,7 +162,7 @@ def quantize(
         "extra_options": extra,
     }
     try:
-        with _quiet_quantizer():
+        with onnxruntime_logs(logger):
             if settings.mode == "dynamic":
                 quantize_dynamic(str(model_path), str(output_path), **kwargs)
             else:

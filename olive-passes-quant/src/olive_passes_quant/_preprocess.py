@@ -9,6 +9,8 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from olive.logs import onnxruntime_logs
+
 logger = logging.getLogger(__name__)
 
 _CWD_LOCK = threading.Lock()
@@ -39,7 +41,7 @@ def quant_pre_process(
     input_path, output_path = Path(input_path).resolve(), Path(output_path).resolve()
 
     def run(skip_symbolic: bool) -> None:
-        with _scratch_cwd():
+        with _scratch_cwd(), onnxruntime_logs(logger):
             ort_quant_pre_process(
                 input_model=str(input_path),
                 output_model_path=str(output_path),

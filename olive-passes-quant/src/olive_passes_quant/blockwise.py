@@ -6,6 +6,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from olive.exceptions import PassParamError
+from olive.logs import onnxruntime_logs
 from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
 from olive_passes_quant._checks import warn_unknown_nodes
@@ -130,7 +131,8 @@ class OnnxBlockWiseRtnQuantization(Pass):
                 op_types_to_quantize=("MatMul",),
             ),
         )
-        quantizer.process()
+        with onnxruntime_logs(logger):
+            quantizer.process()
         return model_proto_to_olive_model(quantizer.model.model, output_model_path, config)
 
 

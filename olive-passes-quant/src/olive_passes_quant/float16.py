@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from olive.config_errors import param_in_range
+from olive.logs import onnxruntime_logs
 from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from olive.hardware.accelerator import AcceleratorSpec
@@ -73,5 +77,6 @@ class OnnxFloatToFloat16(Pass):
         if config.node_block_list:
             kwargs["node_block_list"] = config.node_block_list
         onnx_model = OnnxModel(model.load_model())
-        onnx_model.convert_float_to_float16(use_symbolic_shape_infer=config.use_symbolic_shape_infer, **kwargs)
+        with onnxruntime_logs(logger):
+            onnx_model.convert_float_to_float16(use_symbolic_shape_infer=config.use_symbolic_shape_infer, **kwargs)
         return model_proto_to_olive_model(onnx_model.model, output_model_path, config)

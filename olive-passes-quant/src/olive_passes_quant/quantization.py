@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from olive.config_errors import param_in_range
 from olive.exceptions import PassParamError, PassRunError
+from olive.logs import onnxruntime_logs
 from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
 from olive.search.search_parameter import Categorical
@@ -195,7 +196,7 @@ class OnnxQuantization(Pass):
             logger.warning("%s: QOperator with int8 activations is slow on x86-64 CPUs; QDQ is faster", owner)
 
         input_path = self._preprocess(model) if config.quant_preprocess else model.model_path
-        with tempfile.TemporaryDirectory(prefix="olive-quant-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="olive-quant-") as tmp, onnxruntime_logs(logger):
             tmp_output = Path(tmp) / "model.onnx"
             try:
                 if is_static:

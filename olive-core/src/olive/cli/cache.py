@@ -11,18 +11,24 @@ import click
 from olive.config_errors import user_path
 
 
-def _cache_dir(ctx: click.Context, param: click.Parameter, value: str) -> Path:
+def _checked_cache_dir(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
     # Checked as every path a user gives is (a NUL, a name over 255 bytes, a symlink loop: exit 2, one line).
-    return user_path(value, "--cache-dir", None, kind="folder")
+    return None if value is None else user_path(value, "--cache-dir", None, kind="folder")
 
 
 _CACHE_DIR = click.option(
     "--cache-dir",
-    default=".olive-cache",
-    show_default=True,
-    callback=_cache_dir,
-    help="The cache folder.",
+    default=None,
+    callback=_checked_cache_dir,
+    help="The cache folder (default: $OLIVE_CACHE_DIR, else your user cache folder: the cache of every workflow "
+    "that names no cache_dir).",
 )
+
+
+def _cache_dir(given: Path | None) -> Path:
+    from olive.cache.location import default_cache_dir
+
+    return given if given is not None else default_cache_dir()
 
 
 @click.group("cache")
@@ -33,16 +39,16 @@ def cache_group() -> None:
 @cache_group.command("info")
 @_CACHE_DIR
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def cache_info(cache_dir: Path, as_json: bool) -> None:
+def cache_info(cache_dir: Path | None, as_json: bool) -> None:
     """Show what the cache holds."""
     from olive.cache.store import CacheStore
 
-    info = CacheStore(cache_dir).info()
+    info = CacheStore(_cache_dir(cache_dir)).info()
     if as_json:
         click.echo(json.dumps(info, indent=2))
         return
     if not info["exists"]:
-        click.echo(f"{info['cache_dir']}: no cache here")
+        click.echo(f"{info['cache_dir']}: no cache here" + ("" if cache_dir is not None else " yet"))
         return
     click.echo(f"cache: {info['cache_dir']}")
     click.echo(f"pass runs: {info['runs']}")
@@ -54,11 +60,11 @@ def cache_info(cache_dir: Path, as_json: bool) -> None:
 
 @cache_group.command("clean")
 @_CACHE_DIR
-def cache_clean(cache_dir: Path) -> None:
+def cache_clean(cache_dir: Path | None) -> None:
     """Delete the cache folder."""
     from olive.cache.store import CacheStore
 
-    store = CacheStore(cache_dir)
+    store = CacheStore(_cache_dir(cache_dir))
     if not store.root.exists():
         click.echo(f"{store.root}: nothing to clean")
         return

@@ -13,8 +13,8 @@ def eps_command(as_json: bool) -> None:
     """List onnxruntime's built-in execution providers and every plugin provider Olive knows, with its devices
     and status.
 
-    Plugin providers come from pip packages (``pip install onnxruntime-ep-openvino``) through the
-    ``olive.execution_providers`` entry points; each library is loaded to list its devices. One that is not
+    Plugin providers come from pip packages ("pip install onnxruntime-ep-openvino") through the
+    olive.execution_providers entry points; each library is loaded to list its devices. One that is not
     installed, does not load or finds no device is shown with the reason; the others are unaffected.
     """
     from olive.execution_providers.registry import list_providers

@@ -20,6 +20,7 @@ import click
 import olive
 from olive.config_errors import user_path
 from olive.exceptions import TemplateError
+from olive.plugins.install_hints import install_line
 
 __all__ = ["find_template", "new_pass_command", "render_pass_project", "resolve_answers"]
 
@@ -37,8 +38,6 @@ OPTIONS = {
 
 #: Exit code for a name or folder the user must change (the same as a config error).
 USAGE_ERROR_EXIT = 2
-
-_INSTALL_HINT = 'olive new-pass needs cookiecutter: pip install "olive-core[template]"'
 
 
 def find_template() -> Path:
@@ -73,7 +72,9 @@ def _import_cookiecutter() -> None:
     try:
         import cookiecutter  # noqa: F401
     except ImportError as exc:
-        raise TemplateError(_INSTALL_HINT) from exc
+        raise TemplateError(
+            f"olive new-pass needs cookiecutter: {install_line('olive-core', 'template')} (or pip install cookiecutter)"
+        ) from exc
 
 
 def resolve_answers(

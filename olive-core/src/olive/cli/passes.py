@@ -8,6 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from olive.cli.layout import minimum_width, plain_text
+from olive.plugins.install_hints import install_line
+
+# Below this many columns for the summary the table is unreadable (a word per line).
+_MIN_SUMMARY_WIDTH = 30
+
 if TYPE_CHECKING:
     from olive.plugins.registry import PassEntry
 
@@ -24,8 +30,8 @@ def passes_command(name: str | None, as_json: bool, check: bool) -> None:
     """List installed passes, or show the config params of pass NAME.
 
     The listing imports no pass module (status "not loaded"; the summary is read from the pass's source
-    file) unless --check is given or OLIVE_STRICT_PLUGINS is set; NAME (``PassName`` or
-    ``dist-name:PassName``) loads that one pass.
+    file) unless --check is given or OLIVE_STRICT_PLUGINS is set; NAME (PassName or dist-name:PassName)
+    loads that one pass.
     """
     from olive.plugins.registry import get_registry
 
@@ -54,15 +60,18 @@ def passes_command(name: str | None, as_json: bool, check: bool) -> None:
 
 
 _STATUS_STYLE = {"ok": "green", "not loaded": "dim", "failed": "bold red", "blocked": "yellow"}
-# Below this many columns for the summary the table is unreadable (a word per line).
-_MIN_SUMMARY_WIDTH = 30
+NOT_LOADED_NOTE = (
+    "not loaded: found in its distribution's metadata; the module is imported only when a workflow or "
+    "`olive passes NAME` uses the pass (`olive passes --check` loads them all)"
+)
 
 
 def _summaries(entries: list[PassEntry]) -> dict[int, str | None]:
     # A loaded pass knows its docstring; for the others read it from the source without importing.
     from olive.plugins.summaries import source_summary
 
-    return {id(e): e.summary or (source_summary(e.value) if e.status != "blocked" else None) for e in entries}
+    found = {id(e): e.summary or (source_summary(e.value) if e.status != "blocked" else None) for e in entries}
+    return {key: plain_text(summary) if summary else summary for key, summary in found.items()}
 
 
 def _print_table(entries: list[PassEntry], summaries: dict[int, str | None]) -> None:
@@ -74,7 +83,8 @@ def _print_table(entries: list[PassEntry], summaries: dict[int, str | None]) -> 
 
     console = Console()
     if not entries:
-        console.print("No passes installed. Install a pass distribution, e.g. `pip install olive-passes-quant`.")
+        lines = " and ".join(install_line(d) for d in ("olive-passes-quant", "olive-passes-graph"))
+        console.print(Text(f"No passes installed. Install a pass distribution, e.g. this repository's: {lines}"))
         return
     rows = [
         (
@@ -87,9 +97,18 @@ def _print_table(entries: list[PassEntry], summaries: dict[int, str | None]) -> 
         )
         for entry in entries
     ]
-    fixed = sum(max(len(row[i]) for row in rows) for i in range(3)) + max(10, *(min(len(r[3]), 30) for r in rows))
-    # Five columns with their padding, and room for a readable summary; otherwise one block per pass.
-    if console.width - fixed - 12 < _MIN_SUMMARY_WIDTH:
+    table = Table(title="Installed passes", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
+    table.add_column("Name", no_wrap=True)
+    table.add_column("Distribution", no_wrap=True)
+    table.add_column("Version", no_wrap=True)
+    table.add_column("Status", overflow="fold", min_width=10)
+    table.add_column("Summary", overflow="fold", min_width=_MIN_SUMMARY_WIDTH)
+    for name, distribution, version, status, style, summary in rows:
+        table.add_row(name, distribution, version, Text(status, style=style), Text(summary))
+    # A pass name is never cut: below the table's width, one block per pass.
+    if minimum_width(table, console.width) <= console.width:
+        console.print(table)
+    else:
         console.print("[bold]Installed passes[/]")
         for name, distribution, version, status, style, summary in rows:
             console.print(
@@ -98,16 +117,8 @@ def _print_table(entries: list[PassEntry], summaries: dict[int, str | None]) -> 
                 highlight=False,
             )
             console.print(Padding(Text(summary), (0, 0, 0, 6)))
-        return
-    table = Table(title="Installed passes", title_justify="left", box=box.SIMPLE_HEAD)
-    table.add_column("Name", no_wrap=True)
-    table.add_column("Distribution", overflow="fold")
-    table.add_column("Version", overflow="fold")
-    table.add_column("Status", overflow="fold", min_width=10)
-    table.add_column("Summary", overflow="fold")
-    for name, distribution, version, status, style, summary in rows:
-        table.add_row(name, distribution, version, f"[{style}]{_escape(status)}[/]", _escape(summary))
-    console.print(table)
+    if any(entry.status == "not loaded" for entry in entries):
+        console.print(Text(NOT_LOADED_NOTE, style="dim"))
 
 
 def _escape(text: str) -> str:
@@ -159,7 +170,7 @@ def _show_pass(registry: Any, name: str, as_json: bool) -> None:
     console.print(f"[bold]{entry.name}[/] from {_escape(entry.requirement)} ({_escape(entry.value)})")
     import inspect
 
-    doc = inspect.cleandoc(pass_class.__dict__.get("__doc__") or "")
+    doc = plain_text(inspect.cleandoc(pass_class.__dict__.get("__doc__") or ""))
     # Reflow the docstring's paragraphs so the terminal, not the source's line breaks, decides the width.
     for paragraph in (p for p in doc.split("\n\n") if p.strip()):
         console.print(Text(" ".join(line.strip() for line in paragraph.splitlines())))
@@ -181,7 +192,7 @@ def _show_pass(registry: Any, name: str, as_json: bool) -> None:
             line += f"  [yellow]({row['category']})[/]"
         console.print(line, highlight=False)
         if row["description"]:
-            console.print(Padding(Text(row["description"]), (0, 0, 0, 6)))
+            console.print(Padding(Text(plain_text(row["description"])), (0, 0, 0, 6)))
 
 
 def _describe_search(param: Any) -> str:

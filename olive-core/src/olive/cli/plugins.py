@@ -7,12 +7,14 @@ from typing import Any
 
 import click
 
+from olive.cli.layout import minimum_width
+
 
 @click.command("plugins")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option("--requirements", is_flag=True, help="Print `name==version` lines that rebuild this set of plugins.")
 def plugins_command(as_json: bool, requirements: bool) -> None:
-    """List distributions that offer passes (``olive.passes``) or hooks (``olive.plugins``).
+    """List distributions that offer passes (entry points olive.passes) or hooks (olive.plugins).
 
     Pass modules are not imported; hook plugins are loaded to report whether their hooks are valid.
     """
@@ -27,29 +29,58 @@ def plugins_command(as_json: bool, requirements: bool) -> None:
         click.echo(json.dumps(plugins, indent=2))
         return
 
-    from rich import box
     from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
 
     console = Console()
     if not plugins:
         console.print("No plugin distributions installed.")
         return
-    table = Table(title="Plugin distributions", title_justify="left", box=box.SIMPLE_HEAD)
+    table = _table(plugins)
+    if minimum_width(table, console.width) <= console.width:
+        console.print(table)
+    else:
+        _print_blocks(console, plugins)
+
+
+def _status(item: dict[str, Any]) -> str:
+    return item["status"] if not item["errors"] else f"{item['status']}: {'; '.join(item['errors'])}"
+
+
+def _table(plugins: list[dict[str, Any]]) -> Any:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title="Plugin distributions", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
+    hooks = any(item["hooks"] for item in plugins)
     table.add_column("Distribution", no_wrap=True)
     table.add_column("Version", no_wrap=True)
-    for column in ("Passes", "Hooks", "Status"):
-        table.add_column(column, overflow="fold")
+    # A pass or hook name is never cut; the status wraps between words.
+    table.add_column("Passes", no_wrap=True)
+    if hooks:
+        table.add_column("Hooks", no_wrap=True)
+    table.add_column("Status", overflow="fold", min_width=10)
     for item in plugins:
         table.add_row(
             item["name"],
             item["version"],
-            escape("\n".join(item["passes"]) or "-"),
-            escape("\n".join(item["hooks"]) or "-"),
-            escape(item["status"] if not item["errors"] else f"{item['status']}: {'; '.join(item['errors'])}"),
+            Text("\n".join(item["passes"]) or "-"),
+            *([Text("\n".join(item["hooks"]) or "-")] if hooks else []),
+            Text(_status(item)),
         )
-    console.print(table)
+    return table
+
+
+def _print_blocks(console: Any, plugins: list[dict[str, Any]]) -> None:
+    from rich.padding import Padding
+    from rich.text import Text
+
+    console.print("Plugin distributions", style="bold", highlight=False)
+    for item in plugins:
+        console.print(Text(f"{item['name']} {item['version']}  {_status(item)}"))
+        for label in ("passes", "hooks"):
+            if item[label]:
+                console.print(Padding(Text(f"{label}: " + ", ".join(item[label])), (0, 0, 0, 4)))
 
 
 def collect_plugins(load_hooks: bool = True) -> list[dict[str, Any]]:

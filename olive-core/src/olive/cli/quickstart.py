@@ -17,6 +17,7 @@ import click
 
 from olive.config_errors import user_path
 from olive.exceptions import OliveError
+from olive.plugins.install_hints import install_line
 
 WORKFLOW_FILE = "quickstart.json"
 MODEL_DIR = "model"
@@ -64,7 +65,9 @@ def quickstart_workflow() -> dict[str, Any]:
                         "name": "latency",
                         "type": "latency",
                         "data_config": "samples",
-                        "sub_types": [{"name": "p50", "priority": 1}, {"name": "avg"}],
+                        # Ranked by the p50 ratio to the input model, timed in alternating rounds with it, so
+                        # that a machine slowing down or speeding up during the search does not pick the model.
+                        "sub_types": [{"name": "ratio_p50", "priority": 1}, {"name": "p50"}],
                         "warmup_num": 10,
                         "repeat_test_num": 50,
                     },
@@ -106,9 +109,16 @@ def quickstart_workflow() -> dict[str, Any]:
             ],
         },
         "search_strategy": {"execution_order": "joint", "sampler": "sequential", "seed": 0},
-        "cache_dir": ".olive-cache",
         "output_dir": "output",
     }
+
+
+def default_directory() -> Path:
+    """Where the quickstart writes when given no folder: ``quickstart`` in the user's data folder for olive
+    (``~/.local/share/olive/quickstart`` on Linux), never the current folder, which may be a clone."""
+    from platformdirs import user_data_path
+
+    return user_data_path("olive", appauthor=False) / "quickstart"
 
 
 def check_distributions() -> None:
@@ -130,8 +140,8 @@ def check_distributions() -> None:
         names = " and ".join(missing)
         raise OliveError(
             f"olive quickstart needs the pass distribution{'s' if len(missing) > 1 else ''} {names}, which "
-            f"{'are' if len(missing) > 1 else 'is'} not installed; install with: pip install {' '.join(missing)} "
-            f"(in a clone of the repository: pip install {' '.join(f'-e {m}' for m in missing)})"
+            f"{'are' if len(missing) > 1 else 'is'} not installed; install with: "
+            + " and ".join(install_line(m) for m in missing)
         )
     if blocked:
         raise OliveError(
@@ -168,99 +178,59 @@ def write_quickstart_files(directory: Path, force: bool = False) -> Path:
 # -------------------------------------------------------------------------------------------------
 # Printing
 # -------------------------------------------------------------------------------------------------
-def _value(node: dict[str, Any], key: str) -> float | None:
-    entry = (node.get("metrics") or {}).get(key)
-    value = entry.get("value") if isinstance(entry, dict) else entry
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def _unit(key: str) -> tuple[float, str]:
-    if key.endswith("-bytes"):
-        return float(1 << 20), "MiB"
-    if key.startswith("latency-"):
-        return 1.0, "ms"
-    return 1.0, ""
-
-
-def _cell(key: str, value: float | None) -> str:
-    if value is None:
-        return "-"
-    divisor, _ = _unit(key)
-    value /= divisor
-    return f"{value:.4f}" if "cosine" in key else f"{value:.3g}" if divisor > 1 else f"{value:.4g}"
-
-
-def _steps_text(data: Any, node: dict[str, Any]) -> str:
-    parts = []
-    for step in data.chain(node):
-        names = {n.get("pass_name") for n in data.pass_runs() if n.get("pass_key") == step.pass_key}
-        label = step.pass_name.replace("Onnx", "").replace("Quantization", "") if len(names) > 1 else ""
-        varied = " ".join(f"{k}={v}" for k, v in step.varied.items())
-        parts.append(" ".join(p for p in (label, varied) if p) or step.pass_key)
-    return " > ".join(parts) or "-"
+#: Shown besides the objectives: the input model's and each candidate's own p50, in ms.
+_DISPLAY_KEYS = ("latency-p50",)
 
 
 def print_candidates(output: Any, goals: dict[str, str]) -> None:
     """The input model and every candidate, with the objectives, goals and Pareto flag."""
-    from rich.console import Console
-    from rich.table import Table
-
     from olive.report.data import report_data_from_output
+    from olive.report.table import print_candidates as print_table
 
     data = report_data_from_output(output, goals)
-    console = Console(width=None if sys.stdout.isatty() else 132)
     keys = [o.key for o in data.objectives]
-    table = Table(title="Candidates (the input model first; * is the chosen one)", title_justify="left")
-    table.add_column("", no_wrap=True)
-    # A narrow terminal gets the passes under the model id rather than a squeezed column of their own.
-    wide = console.width >= 120
-    table.add_column("model", no_wrap=wide)
-    if wide:
-        table.add_column("passes (searched values)")
-    for key in keys:
-        _, unit = _unit(key)
-        arrow = "↑" if data.higher_is_better(key) else "↓"
-        metric, _, sub = key.partition("-")
-        second = " ".join(p for p in ("" if sub == "bytes" else sub, f"({unit})" if unit else "", arrow) if p)
-        table.add_column(f"{metric}\n{second}", justify="right", no_wrap=True)
-    table.add_column("goal", no_wrap=True)
-    table.add_column("pareto", no_wrap=True)
-    base = data.baseline
-    if base is not None:
-        first = ["input model", "-"] if wide else ["input model"]
-        table.add_row("", *first, *[_cell(k, _value(base, k)) for k in keys], "", "", style="italic")
-    for node in data.candidates():
-        chosen = node["model_id"] == data.best_model_id
-        status = node.get("status")
-        goal = {True: "met", False: "missed", None: ""}[node.get("meets_goals")]
-        table.add_row(
-            "*" if chosen else "",
-            *(
-                [node["model_id"], _steps_text(data, node)]
-                if wide
-                else [f"{node['model_id']}\n{_steps_text(data, node)}"]
-            ),
-            *[_cell(k, _value(node, k)) for k in keys],
-            goal if status == "ok" else status,
-            "yes" if node.get("is_pareto") else "",
-            style="bold green" if chosen else ("dim" if status != "ok" else None),
-        )
-    console.print(table)
+    for extra in _DISPLAY_KEYS:
+        if extra not in keys and any(metric_value(n, extra) is not None for n in data.candidates()):
+            keys.insert(1, extra)
+    print_table(data, keys, title="Candidates (the input model first; * is the chosen one)")
+
+
+def metric_value(node: Any, key: str) -> float | None:
+    from olive.report.table import metric_value as value
+
+    return value(node if isinstance(node, dict) else node.to_json(), key)
 
 
 def _comparison(output: Any) -> list[str]:
+    """One line per objective: the chosen model against the input model."""
+    from olive.report.table import format_value, unit_of
+
     best, base = output.best, output.footprint[0] if output.footprint else None
-    lines = []
+    lines: list[str] = []
     if best is None or base is None:
         return lines
     for objective in output.objectives:
-        key = objective["key"]
-        new, old = _value(best.to_json(), key), _value(base.to_json(), key)
-        if new is None or old is None:
+        key, higher = objective["key"], objective["higher_is_better"]
+        new, old = metric_value(best, key), metric_value(base, key)
+        if new is None:
             continue
-        divisor, unit = _unit(key)
-        text = f"{key}: {old / divisor:.4g} → {new / divisor:.4g}{' ' + unit if unit else ''}"
-        if not objective["higher_is_better"] and new > 0 and old > 0:
+        divisor, unit = unit_of(key, higher)
+        if unit == "ratio":
+            # Paired with the input model in alternating rounds: the ratio itself is the comparison.
+            if new > 0:
+                speedup = new if higher else 1 / new
+                words = f"{speedup:.2f}x faster" if speedup >= 1 else f"{1 / speedup:.2f}x slower"
+                text = f"{key}: {format_value(new)} ({words}, timed alternately with the input model)"
+                ms_new, ms_old = metric_value(best, "latency-p50"), metric_value(base, "latency-p50")
+                if ms_new is not None and ms_old is not None:
+                    text += f"; p50 {format_value(ms_old)} → {format_value(ms_new)} ms"
+                lines.append(text)
+            continue
+        if old is None:
+            continue
+        suffix = f" {unit}" if unit else ""
+        text = f"{key}: {format_value(old, divisor)} → {format_value(new, divisor)}{suffix}"
+        if not higher and new > 0 and old > 0:
             better, worse = {"MiB": ("smaller", "larger"), "ms": ("faster", "slower")}.get(unit, ("lower", "higher"))
             ratio = old / new
             text += f" ({ratio:.2f}x {better})" if ratio >= 1 else f" ({1 / ratio:.2f}x {worse})"
@@ -270,23 +240,27 @@ def _comparison(output: Any) -> list[str]:
 
 # -------------------------------------------------------------------------------------------------
 @click.command("quickstart")
-@click.argument(
-    "directory", required=False, default="olive-quickstart", type=click.Path(file_okay=False, path_type=Path)
-)
+@click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--force", is_flag=True, help="Overwrite an edited quickstart.json in DIRECTORY.")
 @click.option("--no-run", is_flag=True, help="Only write the model, data and workflow; run nothing.")
 @click.option("--verbose", "-v", is_flag=True, help="Show Olive's log messages.")
-def quickstart_command(directory: Path, force: bool, no_run: bool, verbose: bool) -> None:
+def quickstart_command(directory: Path | None, force: bool, no_run: bool, verbose: bool) -> None:
     """Optimize a small BERT-like model: writes it, sample data and a workflow JSON into DIRECTORY, then runs it.
 
+    DIRECTORY defaults to a folder in your user data folder (the command prints where), so a clone or a
+    project folder is left as it was; name one (e.g. `olive quickstart .`) to have the files there.
+
     The workflow searches transformer fusion (olive-passes-graph) followed by dynamic or static int8
-    quantization (olive-passes-quant), measuring latency, size and output agreement with the input model,
-    and keeps only models whose mean cosine similarity to it is at least 0.99. Edit the JSON it writes
-    and run it again with `olive run --config DIRECTORY/quickstart.json`.
+    quantization (olive-passes-quant), measuring latency (timed alternately with the input model), size and
+    output agreement with the input model, and keeps only models whose mean cosine similarity to it is at
+    least 0.99. Edit the JSON it writes and run it again with `olive run --config DIRECTORY/quickstart.json`.
+    Pass runs and evaluations go to the per-user cache (`olive cache info`).
     """
     start = time.perf_counter()
     check_distributions()
-    directory = user_path(str(directory), "DIRECTORY", None, kind="folder").resolve()
+    directory = user_path(
+        str(directory if directory is not None else default_directory()), "DIRECTORY", None, kind="folder"
+    ).resolve()
     workflow_path = write_quickstart_files(directory, force=force)
     click.echo(
         f"Wrote a BERT-like model ({MODEL_SHAPE['num_layers']} layers, hidden size {MODEL_SHAPE['hidden_size']})"

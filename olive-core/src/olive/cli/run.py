@@ -159,19 +159,30 @@ def _print_dry_run(prepared) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from olive.cli.layout import minimum_width
+
     workflow = prepared.workflow
     strategy = workflow.search_strategy
+    rows = [
+        (plan.key, alt.identity.name, str(alt.search_space.size()), ", ".join(alt.search_space.params) or "-")
+        for plan in prepared.plans
+        for alt in plan.alternatives
+    ]
     table = Table(title="Passes")
-    table.add_column("pass key")
-    table.add_column("pass")
-    table.add_column("points", justify="right")
-    table.add_column("searched params")
-    for plan in prepared.plans:
-        for alt in plan.alternatives:
-            params = ", ".join(alt.search_space.params) or "-"
-            table.add_row(plan.key, alt.identity.name, str(alt.search_space.size()), params)
+    table.add_column("pass key", no_wrap=True)
+    table.add_column("pass", no_wrap=True)
+    table.add_column("points", justify="right", no_wrap=True)
+    # Param names wrap after their commas, never inside a name.
+    table.add_column("searched params", overflow="fold")
+    for row in rows:
+        table.add_row(*row)
     console = Console()
-    console.print(table)
+    if minimum_width(table, console.width) <= console.width:
+        console.print(table)
+    else:
+        console.print("Passes", style="bold")
+        for key, name, points, params in rows:
+            console.print(f"  {key}: {name}, {points} point(s); searched: {params}", highlight=False)
     order = strategy.execution_order if strategy else "none (each pass runs once with its default config)"
     console.print(f"search: {order}" + (f", sampler {strategy.sampler}" if strategy else ""))
     for key, size in prepared.search_space_sizes().items():
@@ -187,41 +198,15 @@ def _print_dry_run(prepared) -> None:
 
 def _print_summary(output) -> None:
     from rich.console import Console
-    from rich.measure import Measurement
 
     from olive.engine.results import Status
+    from olive.report.data import report_data_from_output
+    from olive.report.table import print_candidates
 
     console = Console()
-    keys = [o["key"] for o in output.objectives]
-    candidates = output.get_output_models()
-    if not keys:
-        keys = sorted({k for n in candidates for k in n.metric_values()})
-    rows = []
-    for node in candidates:
-        chosen = output.best is not None and node.model_id == output.best.model_id
-        values = node.metric_values()
-        searched = []
-        for step in output.lineage(node):
-            for name in output.searched_params.get(step.pass_key, []):
-                searched.append(f"{name}={(step.config or {}).get(name)}")
-        if node.target_of is not None:  # one of several targets: where it ran is a searched value too
-            searched.append(f"on={node.target['label']}")
-        rows.append(
-            (
-                chosen,
-                ("* " if chosen else "  ") + node.model_id,
-                searched,
-                [f"{values[k]:.6g}" if isinstance(values.get(k), int | float) else "-" for k in keys],
-                "yes" if node.is_pareto else "",
-                {True: "met", False: "missed", None: ""}[node.meets_goals],
-            )
-        )
-    table = _candidates_table(keys, rows, separate_values=True)
-    if Measurement.get(console, console.options.update_width(10**6), table).maximum > console.width:
-        # Too narrow for a column of searched values (they would be cut to a few letters): list them under
-        # each model's id instead, one per line.
-        table = _candidates_table(keys, rows, separate_values=False)
-    console.print(table)
+    data = report_data_from_output(output)
+    keys = [o.key for o in data.objectives] or sorted({k for n in data.candidates() for k in n.get("metrics") or {}})
+    print_candidates(data, keys, console, title="Candidates")
     failed = sum(1 for n in output.footprint if n.status is Status.FAILED)
     pruned = sum(1 for n in output.footprint if n.status is Status.PRUNED)
     runs = [n for n in output.footprint if n.pass_key and n.status is not Status.PRUNED]
@@ -229,25 +214,5 @@ def _print_summary(output) -> None:
     console.print(f"{len(runs)} pass run(s) ({cached} from cache), {failed} failed, {pruned} pruned")
     if output.best is not None:
         chain = " > ".join(f"{n.pass_key} ({n.pass_name})" for n in output.lineage(output.best))
-        console.print(f"chosen model: {output.best.model_id} from {chain}", soft_wrap=True)
+        console.print(f"chosen model: {output.best.model_id} from {chain}", highlight=False)
         console.print(f"written to: {output.output_dir}", soft_wrap=True)
-
-
-def _candidates_table(keys: list[str], rows: list[tuple], separate_values: bool):
-    from rich.table import Table
-
-    table = Table(title="Candidates")
-    table.add_column("model", no_wrap=True)
-    if separate_values:
-        table.add_column("searched values")
-    for key in keys:
-        table.add_column(key, justify="right", overflow="fold")
-    table.add_column("pareto")
-    table.add_column("goals")
-    for chosen, model, searched, values, pareto, goals in rows:
-        if separate_values:
-            cells = [model, " ".join(searched) or "-"]
-        else:
-            cells = ["\n".join([model, *(f"    {value}" for value in searched)])]
-        table.add_row(*cells, *values, pareto, goals, style="bold green" if chosen else None)
-    return table

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from olive.engine.results import Status
-from olive.evaluator.goals import pareto_frontier, rank_candidates, unmet_goals
+from olive.evaluator.goals import pareto_frontier, rank_candidates, tolerances_of, unmet_goals
 
 if TYPE_CHECKING:
     from olive.engine.footprint import FootprintNode
@@ -17,11 +17,16 @@ if TYPE_CHECKING:
 def rank(
     nodes: Sequence[FootprintNode], results: Mapping[str, MetricResult], objectives: Sequence[dict[str, Any]]
 ) -> list[FootprintNode]:
-    """``nodes`` best first by the objectives (priority 1 first); unmeasured nodes keep their order, last."""
+    """``nodes`` best first by the objectives (priority 1 first, each with its tolerance: differences within it
+    are ties that the next priority decides); unmeasured nodes keep their order, last."""
     measured = [n for n in nodes if n.model_id in results]
     if not objectives or not measured:
         return list(nodes)
-    order = rank_candidates({n.model_id: results[n.model_id] for n in measured}, [o["key"] for o in objectives])
+    order = rank_candidates(
+        {n.model_id: results[n.model_id] for n in measured},
+        [o["key"] for o in objectives],
+        tolerances=tolerances_of(objectives),
+    )
     by_id = {n.model_id: n for n in measured}
     return [by_id[i] for i in order] + [n for n in nodes if n.model_id not in by_id]
 

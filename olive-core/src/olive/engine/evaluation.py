@@ -159,10 +159,17 @@ class ModelEvaluator:
             yield
 
     def objectives(self) -> list[dict[str, Any]]:
-        """``{"key", "priority", "higher_is_better"}`` of each sub metric with priority > 0, in priority order."""
+        """``{"key", "priority", "higher_is_better", "tolerance", "relative_tolerance"}`` of each sub metric with
+        priority > 0, in priority order."""
         subs = {joint_key(metric.name, sub.name): sub for metric in self.metrics for sub in metric.sub_types}
         return [
-            {"key": key, "priority": subs[key].priority, "higher_is_better": subs[key].higher_is_better}
+            {
+                "key": key,
+                "priority": subs[key].priority,
+                "higher_is_better": subs[key].higher_is_better,
+                "tolerance": subs[key].tolerance,
+                "relative_tolerance": subs[key].relative_tolerance,
+            }
             for key in objectives_of(self.metrics)
         ]
 

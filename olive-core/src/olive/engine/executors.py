@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from olive.engine.results import TrialEvent, TrialFailed
 from olive.engine.trial import TrialContext, TrialRequest, TrialWorker
 from olive.exceptions import OliveError, WorkflowConfigError
+from olive.plugins.install_hints import install_line
 
 if TYPE_CHECKING:
     from olive.workflows.config import ExecutorConfig
@@ -45,7 +46,7 @@ logger = logging.getLogger(__name__)
 
 RAY_MISSING = (
     "search_strategy.executor: the 'ray' executor needs Ray, which is not installed; "
-    "install it with: pip install 'olive-core[ray]'"
+    f"install it with: {install_line('olive-core', 'ray')} (or pip install 'ray[client]>=2.9')"
 )
 
 

@@ -226,6 +226,7 @@ def write_outputs(output: WorkflowOutput, workflow: WorkflowConfig) -> Path:
                 "reason": output.reason,
                 "reference_model_id": output.reference_model_id,
                 "nodes": [node.to_json() for node in output.footprint],
+                "searched_params": output.searched_params,
             },
         )
         _write_text(output_dir / "run_history.txt", run_history(output))

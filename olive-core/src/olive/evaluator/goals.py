@@ -16,7 +16,9 @@ percent-max-degradation value >= base * (1 - v/100)     value <= base * (1 + v/1
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import attrs
 
 from olive.evaluator.result import joint_key
 from olive.exceptions import OliveError
@@ -144,22 +146,99 @@ def pareto_frontier(results: Mapping[str, MetricResult], objectives: Iterable[st
     return frontier
 
 
+@attrs.frozen
+class Tolerance:
+    """How far apart two values of an objective must be to rank differently.
+
+    ``relative``: ``value`` is a fraction of the better of the two (latency, throughput); otherwise an
+    absolute difference (scores). ``0`` ranks in exact order.
+    """
+
+    value: float = 0.0
+    relative: bool = False
+
+    def ties(self, best: float, other: float) -> bool:
+        """Whether ``other`` cannot be told apart from ``best`` (both oriented so that larger is better)."""
+        if self.value <= 0:
+            return other == best
+        allowed = self.value * abs(best) if self.relative else self.value
+        return best - other <= allowed
+
+    def describe(self) -> str:
+        if self.value <= 0:
+            return "exact"
+        if self.relative:
+            return f"within {self.value * 100:g}% ties"
+        return f"within {self.value:g} ties"
+
+
+EXACT = Tolerance()
+
+
+def tolerances_of(objectives: Iterable[Mapping[str, Any]]) -> dict[str, Tolerance]:
+    """``{key: Tolerance}`` from objective records (``{"key", "tolerance", "relative_tolerance"}``)."""
+    return {
+        str(o["key"]): Tolerance(float(o.get("tolerance") or 0.0), bool(o.get("relative_tolerance", False)))
+        for o in objectives
+        if "key" in o
+    }
+
+
+def ranking_rule(objectives: Sequence[Mapping[str, Any]]) -> str:
+    """The rule :func:`rank_candidates` applies, in words, e.g. for the report and the CLI."""
+    if not objectives:
+        return "no objective: the first candidate is chosen"
+    tolerances = tolerances_of(objectives)
+    parts = []
+    for objective in sorted(objectives, key=lambda o: int(o.get("priority", 0))):
+        key = str(objective["key"])
+        direction = "higher" if objective.get("higher_is_better", True) else "lower"
+        parts.append(f"{key} ({direction} is better, {tolerances.get(key, EXACT).describe()})")
+    rule = "by " + ", then ".join(parts)
+    if any(t.value > 0 for t in tolerances.values()):
+        rule += "; a tie falls through to the next priority"
+    return rule + "; candidates that meet every goal first"
+
+
+def _pick_best(ids: list[str], vectors: Mapping[str, tuple[float, ...]], tolerances: Sequence[Tolerance]) -> str:
+    # Narrow down priority by priority to the candidates that tie with the best one on it; whatever is
+    # left after the last priority is decided by exact order (first in ``ids`` on a full tie).
+    pool = list(ids)
+    for index, tolerance in enumerate(tolerances):
+        if len(pool) == 1:
+            break
+        best = max(vectors[i][index] for i in pool)
+        pool = [i for i in pool if tolerance.ties(best, vectors[i][index])]
+    return max(pool, key=lambda i: vectors[i])
+
+
 def rank_candidates(
     results: Mapping[str, MetricResult],
     objectives: Iterable[str] | None = None,
     thresholds: Mapping[str, float] | None = None,
+    tolerances: Mapping[str, Tolerance] | None = None,
 ) -> list[str]:
     """Ids best first: by the priority-1 objective, ties broken by priority 2, and so on.
 
-    With ``thresholds``, results meeting every goal come before those that do not. Results lacking an
-    objective come last.
+    With ``tolerances``, values of an objective closer than its tolerance to the best one are ties, so the
+    next priority decides between them (the best is picked, then the best of the rest...). Without, the
+    order is exact (lexicographic), as Microsoft Olive ranks. With ``thresholds``, results meeting every goal
+    come before those that do not. Results lacking an objective come last.
     """
     keys = list(objectives) if objectives is not None else _objectives_from_results(results)
-
-    def sort_key(model_id: str) -> tuple:
-        result = results[model_id]
-        vector = _score_vector(result, keys)
-        met = meets_goals(result, thresholds) if thresholds else True
-        return (not met, vector is None, tuple(-v for v in vector) if vector is not None else ())
-
-    return sorted(results, key=sort_key)
+    per_key = [(tolerances or {}).get(key, EXACT) for key in keys]
+    vectors = {model_id: _score_vector(result, keys) for model_id, result in results.items()}
+    ranked: list[str] = []
+    for met in (True, False):
+        group = [
+            model_id
+            for model_id in results
+            if (meets_goals(results[model_id], thresholds) if thresholds else True) == met
+        ]
+        measured = [model_id for model_id in group if vectors[model_id] is not None]
+        while measured:
+            best = _pick_best(measured, vectors, per_key)
+            ranked.append(best)
+            measured.remove(best)
+        ranked.extend(model_id for model_id in group if vectors[model_id] is None)
+    return ranked

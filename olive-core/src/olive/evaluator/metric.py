@@ -62,6 +62,21 @@ DEFAULT_SUB_TYPE = {
 }
 BUILTIN_TYPES = (*BUILTIN_SUB_TYPES, "custom")
 
+# Ranking tolerance when a sub type gives none: differences smaller than this are ties that fall through to
+# the next priority (``0``: Microsoft Olive's exact order). Latency and throughput are relative (a fraction of
+# the better value): the same model's p50 moved by up to 4.1% between repeated evaluations on 2 cores
+# (benchmarks/README.md, "Ranking tolerance"). Scores are absolute: they are deterministic on CPU, but a
+# difference of 1e-4 in a mean over a few dozen samples is below what the sample can tell apart. Sizes are
+# exact bytes.
+RELATIVE_TOLERANCE_TYPES = ("latency", "throughput")
+DEFAULT_TOLERANCE: dict[str, float] = {
+    "latency": 0.05,
+    "throughput": 0.05,
+    "accuracy": 1e-4,
+    "agreement": 1e-4,
+    "size_on_disk": 0.0,
+}
+
 GOAL_TYPES = ("threshold", "min-improvement", "percent-min-improvement", "max-degradation", "percent-max-degradation")
 
 WARMUP_NUM = 10
@@ -102,7 +117,7 @@ _TOP_KEYS = (
     "priority",
     "metric_config",
 )
-_SUB_KEYS = ("name", "priority", "higher_is_better", "goal", "metric_config")
+_SUB_KEYS = ("name", "priority", "higher_is_better", "goal", "metric_config", "tolerance")
 _USER_CONFIG_KEYS = (
     "user_script",
     "script_dir",
@@ -142,13 +157,19 @@ class MetricGoal:
 
 @attrs.frozen
 class SubMetric:
-    """One measured quantity of a metric (``avg`` of ``latency``...). ``priority`` > 0 makes it an objective."""
+    """One measured quantity of a metric (``avg`` of ``latency``...). ``priority`` > 0 makes it an objective.
+
+    ``tolerance``: when ranking, two values closer than this tie and the next priority decides; a fraction
+    of the better value when ``relative_tolerance`` (latency, throughput), else an absolute difference.
+    """
 
     name: str
     priority: int = -1
     higher_is_better: bool = True
     goal: MetricGoal | None = None
     metric_config: dict[str, Any] = attrs.field(factory=dict)
+    tolerance: float = 0.0
+    relative_tolerance: bool = False
 
 
 @attrs.frozen
@@ -340,7 +361,16 @@ def parse_metric(
             check_keys(metric_config, _OPTION_KEYS, f"{sub_path}.metric_config", "metric_config key")
         if any(s.name == sub_name for s in sub_types):
             raise config_error(f"{sub_path}.name", f"sub type '{sub_name}' appears twice in metric '{name}'")
-        sub_types.append(SubMetric(sub_name, priority, higher, goal, dict(metric_config)))
+        tolerance = DEFAULT_TOLERANCE.get(kind, 0.0)
+        if raw.get("tolerance") is not None:
+            tolerance = number(raw["tolerance"], f"{sub_path}.tolerance", minimum=0)
+        relative = kind in RELATIVE_TOLERANCE_TYPES
+        if relative and tolerance >= 1:
+            raise config_error(
+                f"{sub_path}.tolerance",
+                f"is a fraction of the better value for {kind} (0.05 = 5%); use a number below 1, got {tolerance:g}",
+            )
+        sub_types.append(SubMetric(sub_name, priority, higher, goal, dict(metric_config), tolerance, relative))
 
     # Options: top level wins over user_config, which wins over the first sub type's metric_config.
     options: dict[str, Any] = {}

@@ -127,6 +127,53 @@ class PluginPolicy(NamedTuple):
         return None
 
 
+# (variable, name) pairs already warned about in this process.
+_WARNED: set[tuple[str, str]] = set()
+
+
+def plugin_distributions() -> set[str]:
+    """Normalized names of the installed distributions with an entry point in any ``olive.*`` group."""
+    import importlib_metadata
+
+    try:
+        found = list(importlib_metadata.entry_points())
+    except Exception:
+        return set()
+    return {normalize_name(ep.dist.name) for ep in found if ep.group.startswith("olive.") and ep.dist and ep.dist.name}
+
+
+def warn_unknown_policy_names(policy: PluginPolicy) -> list[str]:
+    """Warn, once per process and name, about ``OLIVE_LOAD_PLUGINS`` / ``OLIVE_DISABLE_PLUGINS`` entries that
+    name no installed plugin distribution (a typo would otherwise block everything, or nothing, silently).
+
+    Returns the messages logged by this call.
+    """
+    named = [(LOAD_PLUGINS_ENV, n) for n in sorted(policy.allow or ())]
+    named += [(DISABLE_PLUGINS_ENV, n) for n in sorted(policy.block)]
+    if not named:
+        return []
+    import difflib
+
+    installed = plugin_distributions()
+    messages = []
+    for variable, name in named:
+        if name in installed or (variable, name) in _WARNED:
+            continue
+        _WARNED.add((variable, name))
+        effect = ""
+        if variable == LOAD_PLUGINS_ENV and not (policy.allow or frozenset()) & installed:
+            effect = "; as it stands no plugin distribution loads"
+        message = (
+            f"{variable} names '{name}', which is not an installed plugin distribution"
+            f"{''.join(f' (did you mean {m!r}?)' for m in difflib.get_close_matches(name, sorted(installed), n=1))}"
+            f"{effect}; "
+            f"installed: {', '.join(sorted(installed)) or '(none)'}"
+        )
+        logger.warning(message)
+        messages.append(message)
+    return messages
+
+
 def describe_exception(exc: BaseException) -> str:
     """``Type: message`` on one line."""
     message = str(exc).strip().splitlines()

@@ -188,6 +188,16 @@ def install_line(distribution: str, extra: str | None = None) -> str:
     return f'pip install -e "./{folder_name}{extra_part}" (from the root of a clone of the repository)'
 
 
+def olive_core_requirement() -> str | None:
+    """The requirement that installs this olive-core again elsewhere: ``-e <folder>`` for an install from a
+    folder, the wheel file's path for an install from a wheel; None for an install from a package index
+    (``olive-core`` itself is then the requirement). A generated pass project's tox tests use it by default."""
+    source = olive_core_source()
+    if source is None:
+        return None
+    return f"-e {source.path}" if source.kind == "folder" else str(source.path)
+
+
 def distribution_of_pass(name: str) -> str | None:
     """The repository distribution that offers pass ``name``, if any."""
     for distribution, passes in REPOSITORY_PASSES.items():

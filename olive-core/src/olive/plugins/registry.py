@@ -32,8 +32,10 @@ from olive.plugins.discovery import (
     describe_exception,
     iter_entry_points,
     normalize_name,
+    warn_unknown_policy_names,
 )
 from olive.plugins.identity import PassIdentity, acting_as, answer_with_process_wide_registry
+from olive.plugins.install_hints import REPOSITORY_PASSES, distribution_of_pass, install_line, missing_pass_hint
 from olive.plugins.process_wide import ProcessWide
 
 if TYPE_CHECKING:
@@ -168,6 +170,7 @@ class PassRegistry:
             if self._entries is None:
                 self._entries = []
                 if self._scan_entry_points:
+                    warn_unknown_policy_names(self.policy)
                     for found in iter_entry_points(PASSES_GROUP):
                         ep = found.entry_point
                         self.add_entry(
@@ -237,9 +240,11 @@ class PassRegistry:
             if not matches:
                 if not offered:
                     dists = sorted({e.distribution for e in entries})
+                    ours = wanted in REPOSITORY_PASSES
+                    install = f"; install it with: {install_line(wanted)}" if ours else ""
                     raise UnknownPassError(
                         f"unknown pass '{name}': no installed distribution '{dist}' offers passes"
-                        f"{closest_match_hint(dist, dists)}; installed pass distributions: "
+                        f"{'' if ours else closest_match_hint(dist, dists)}{install}; installed pass distributions: "
                         f"{', '.join(dists) or '(none)'}"
                     )
                 raise UnknownPassError(
@@ -262,11 +267,17 @@ class PassRegistry:
         if matches:
             return matches[0]
         names = sorted({e.name for e in entries if e.status != BLOCKED})
+        shown = ", ".join(names[:_MAX_LISTED]) + (f", ... ({len(names)} in all)" if len(names) > _MAX_LISTED else "")
+        known = missing_pass_hint(name)
+        if known is not None:
+            # One of this repository's passes whose distribution is not installed, or a Microsoft Olive pass
+            # that none here provides: say which, rather than "unknown".
+            what = f"'{name}' is not installed: {known}" if distribution_of_pass(name) else known
+            raise UnknownPassError(f"pass {what}; installed passes: {shown or '(none)'}")
         hint = closest_match_hint(name, names)
         if not hint:
             folded = [n for n in names if n.lower() == name.lower()]
             hint = f" (did you mean '{folded[0]}'?)" if folded else ""
-        shown = ", ".join(names[:_MAX_LISTED]) + (f", ... ({len(names)} in all)" if len(names) > _MAX_LISTED else "")
         raise UnknownPassError(
             f"unknown pass '{name}'{hint}; installed passes: {shown or '(none)'}. "
             "Install the distribution that offers it, or run `olive passes` to list them"

@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 import olive
+from olive.evaluator.goals import ranking_rule
 from olive.exceptions import OliveError
 
 FOOTPRINT_FILE = "footprint.json"
@@ -28,6 +29,9 @@ class Objective:
     key: str
     priority: int
     higher_is_better: bool
+    #: differences within it tie (a fraction of the better value when ``relative_tolerance``); 0: exact order
+    tolerance: float = 0.0
+    relative_tolerance: bool = False
 
 
 @attrs.frozen
@@ -38,7 +42,7 @@ class Step:
     pass_key: str | None
     pass_name: str | None
     config: dict[str, Any]
-    #: params whose value differs between the runs of this pass key (what the search varied)
+    #: the searched params and their values in this run (what the search varied)
     varied: dict[str, Any]
 
 
@@ -60,6 +64,9 @@ class ReportData:
     reference_model_id: str | None = None
     #: plain onnxruntime lines that run the chosen model on its (plugin) execution provider
     deploy: list[str] = attrs.Factory(list)
+    #: pass key -> the params the search space held (None: unknown, e.g. an older footprint.json; then the
+    #: params whose values differ between the runs of a pass key stand in)
+    searched_params: dict[str, list[str]] | None = None
     generated: str = attrs.Factory(lambda: datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
 
     # ---------------------------------------------------------------------------------------------
@@ -117,6 +124,11 @@ class ReportData:
         """The labels of the targets candidates ran on (provider, device, options), in the order first seen."""
         return list(dict.fromkeys((n.get("target") or {}).get("label") for n in self.nodes if n.get("target")))
 
+    @property
+    def ranking_rule(self) -> str:
+        """How the chosen model was picked: the objectives in order, each with its tolerance."""
+        return ranking_rule([attrs.asdict(o) for o in self.objectives])
+
     def metric_keys(self) -> list[str]:
         """Objectives in priority order, then every other metric in the order first seen."""
         keys = [o.key for o in self.objectives]
@@ -147,7 +159,10 @@ class ReportData:
                 break
             seen.add(current["model_id"])
             config = dict(current.get("config") or {})
-            names = varied.get((current.get("pass_key"), current.get("pass_name")), [])
+            if self.searched_params is not None:
+                names = self.searched_params.get(current.get("pass_key") or "", [])
+            else:
+                names = varied.get((current.get("pass_key"), current.get("pass_name")), [])
             steps.append(
                 Step(
                     model_id=current["model_id"],
@@ -199,7 +214,13 @@ def _objectives(raw: Any) -> list[Objective]:
     for item in raw or []:
         if isinstance(item, Mapping) and "key" in item:
             objectives.append(
-                Objective(str(item["key"]), int(item.get("priority", 0)), bool(item.get("higher_is_better", True)))
+                Objective(
+                    str(item["key"]),
+                    int(item.get("priority", 0)),
+                    bool(item.get("higher_is_better", True)),
+                    float(item.get("tolerance") or 0.0),
+                    bool(item.get("relative_tolerance", False)),
+                )
             )
     return sorted(objectives, key=lambda o: o.priority)
 
@@ -239,7 +260,14 @@ def report_data_from_footprint(
         goals=dict(goals or {}),
         reference_model_id=footprint.get("reference_model_id"),
         deploy=list(deploy or []),
+        searched_params=_searched_params(footprint.get("searched_params")),
     )
+
+
+def _searched_params(raw: Any) -> dict[str, list[str]] | None:
+    if not isinstance(raw, Mapping):
+        return None
+    return {str(k): [str(n) for n in v] for k, v in raw.items() if isinstance(v, list)}
 
 
 def load_report_data(output_dir: str | Path, goals: Mapping[str, str] | None = None) -> ReportData:
@@ -280,6 +308,7 @@ def report_data_from_output(output: Any, goals: Mapping[str, str] | None = None)
         "reason": output.reason,
         "reference_model_id": getattr(output, "reference_model_id", None),
         "nodes": [node.to_json() for node in output.footprint],
+        "searched_params": output.searched_params,
     }
     path = output.output_model_path
     return report_data_from_footprint(footprint, str(path) if path else None, _core_version(), goals)

@@ -412,6 +412,7 @@ def render_report(data: ReportData) -> str:
             f"<p>Objectives in priority order: {_e(objectives or 'none')}"
             + (f". Goals: {_e(goals)}" if goals else "")
             + "</p>",
+            f'<p class="rule">Ranking: {_e(data.ranking_rule)}.</p>',
             _summary(data),
             "<h2>Input model</h2>",
             _input_section(data),

@@ -6,11 +6,15 @@ folder and checks the output loads in onnxruntime), ``isolated_registry`` (an em
 :class:`~olive.plugins.registry.PassRegistry` made the process-wide one for the test; add passes with
 ``.register(PassClass)``) and ``fresh_venv`` (a :class:`~olive.testing.venv.Venv` under ``tmp_path``).
 
+Workflows that name no ``cache_dir`` cache in a folder of the test session (``OLIVE_CACHE_DIR``, unless it is
+already set), never in the user's own per-user cache.
+
 Loading this plugin imports only pytest; onnx, numpy and onnxruntime load when a fixture needs them.
 """
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -22,6 +26,19 @@ if TYPE_CHECKING:
     from olive.model.handler import ONNXModelHandler
     from olive.plugins.registry import PassRegistry
     from olive.testing.venv import Venv
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _olive_session_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Keep the tests' caching out of the user's cache: a per-session ``OLIVE_CACHE_DIR`` unless one is set."""
+    if os.environ.get("OLIVE_CACHE_DIR"):
+        yield
+        return
+    os.environ["OLIVE_CACHE_DIR"] = str(tmp_path_factory.mktemp("olive-user-cache"))
+    try:
+        yield
+    finally:
+        os.environ.pop("OLIVE_CACHE_DIR", None)
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from olive.cache.location import default_cache_dir
 from olive.config_errors import (
     check_document,
     check_keys,
@@ -43,7 +44,8 @@ logger = logging.getLogger(__name__)
 
 # key -> (type, how an error names it, default)
 ENGINE_KEYS: dict[str, tuple[type, str, Any]] = {
-    "cache_dir": (str, "a string", ".olive-cache"),
+    # None: the per-user cache (olive.cache.location), shared by every workflow that names none.
+    "cache_dir": (str, "a string", None),
     "output_dir": (str, "a string", "output"),
     "evaluate_input_model": (bool, "true or false", True),
     "clean_cache": (bool, "true or false", False),
@@ -73,6 +75,26 @@ TOP_LEVEL_KEYS = (
     *ENGINE_KEYS,
 )
 PASS_RESERVED_KEYS = ("type", "config", "user_script", "script_dir", "disable_search")
+# Microsoft Olive's names of the evaluator that runs ONNX models with onnxruntime (registered as
+# "OnnxEvaluator" and by the framework name "ONNX"; "OliveEvaluator" is their base class), compared without case.
+ACCEPTED_EVALUATOR_NAMES = ("OnnxEvaluator", "OliveEvaluator")
+EVALUATOR_TYPES = frozenset({"onnxevaluator", "oliveevaluator", "onnx"})
+# Microsoft Olive's other evaluators: what each evaluates.
+OLIVE_ONLY_EVALUATORS = {
+    "pytorchevaluator": "PyTorch models",
+    "pytorch": "PyTorch models",
+    "openvinoevaluator": "OpenVINO models",
+    "openvino": "OpenVINO models",
+    "qnnevaluator": "Qualcomm QNN models",
+    "qnn": "Qualcomm QNN models",
+    "lmevaluator": "language-model benchmarks (lm-eval)",
+    "mtebevaluator": "sentence-embedding benchmarks (MTEB)",
+}
+# Keys of Microsoft Olive's schema that are accepted and have no effect here (one warning names those a
+# workflow uses): JSON path suffix -> what happens instead.
+_SEARCH_IGNORED = ("output_model_num", "include_pass_params")
+_METRIC_IGNORED = ("backend",)
+_USER_CONFIG_IGNORED = ("shared_kv_buffer",)
 SAMPLERS = ("sequential", "random", "tpe")
 # sampler_config keys the built-in samplers read: a type and its words, or the (minimum, maximum) of a whole
 # number (plugin samplers check their own).
@@ -325,6 +347,16 @@ class _Parser:
     def __init__(self, base_dir: Path, source: Path | None):
         self.base_dir = base_dir
         self.source = source
+        #: JSON paths of accepted keys that have no effect in this version
+        self.ignored: list[str] = []
+
+    def note_ignored_metric_keys(self, metric: dict[str, Any], path: str) -> None:
+        self.ignored.extend(f"{path}.{key}" for key in _METRIC_IGNORED if metric.get(key) is not None)
+        user_config = metric.get("user_config")
+        if isinstance(user_config, dict):
+            self.ignored.extend(
+                f"{path}.user_config.{key}" for key in _USER_CONFIG_IGNORED if user_config.get(key) is not None
+            )
 
     def path_value(self, value: Any, path: str, must_exist: bool = False, kind: str | None = None) -> Path:
         return user_path(
@@ -343,6 +375,7 @@ class _Parser:
             )
             for key, value in engine.items():
                 if key in _ENGINE_IGNORED:
+                    self.ignored.append(f"engine.{key}")
                     continue
                 if key in flat:
                     raise config_error(f"engine.{key}", f"also given at the top level; keep only the top-level '{key}'")
@@ -353,7 +386,9 @@ class _Parser:
             kwargs["workflow_id"] = expect(flat["workflow_id"], str, "workflow_id", "a string")
         for key, (kind, words, default) in ENGINE_KEYS.items():
             if key not in flat:
-                if key in ("cache_dir", "output_dir"):
+                if key == "cache_dir":
+                    kwargs[key] = default_cache_dir()
+                elif key == "output_dir":
                     kwargs[key] = resolve_user_path(default, self.base_dir)
                 continue
             value = expect(flat[key], kind, key, words)
@@ -387,7 +422,17 @@ class _Parser:
         kwargs["passes"] = self.passes(flat["passes"], data_configs)
         if flat.get("search_strategy") not in (None, False):
             kwargs["search_strategy"] = self.search_strategy(flat["search_strategy"])
-        return WorkflowConfig(**kwargs)
+        if flat.get("plot_pareto_frontier"):
+            self.ignored.append("plot_pareto_frontier")
+        workflow = WorkflowConfig(**kwargs)
+        if self.ignored:
+            note = " (report.html always holds the Pareto chart)" if "plot_pareto_frontier" in self.ignored else ""
+            logger.warning(
+                "these keys of Microsoft Olive's workflow schema are accepted but have no effect in this version: %s%s",
+                ", ".join(dict.fromkeys(self.ignored)),
+                note,
+            )
+        return workflow
 
     # ----------------------------------------------------------------------------------------------
     def input_model(self, value: Any) -> InputModelConfig:
@@ -441,6 +486,8 @@ class _Parser:
     def accelerator(self, value: Any, path: str) -> AcceleratorConfig:
         expect(value, dict, path, 'an object like {"device": "cpu", "execution_providers": ["CPUExecutionProvider"]}')
         check_keys(value, ("device", "execution_providers", "memory"), path)
+        if value.get("memory") is not None:
+            self.ignored.append(f"{path}.memory")
         eps = value.get("execution_providers")
         if eps is None:
             eps = ["CPUExecutionProvider"]
@@ -510,11 +557,29 @@ class _Parser:
 
     def evaluator(self, name: str, spec: Any, path: str, data_names: set[str]) -> EvaluatorConfig:
         expect(spec, dict, path, 'an object like {"metrics": [...]}')
-        check_keys(spec, ("type", "metrics", "user_script", "script_dir"), path)
-        if "type" in spec and spec["type"] not in ("OliveEvaluator", None):
-            raise config_error(
-                f"{path}.type", f"unknown evaluator type {spec['type']!r}; use 'OliveEvaluator' or leave it out"
-            )
+        check_keys(spec, ("name", "type", "type_args", "metrics", "user_script", "script_dir"), path)
+        kind = spec.get("type")
+        if kind is not None:
+            expect(kind, str, f"{path}.type", "an evaluator type name")
+            if kind.lower() not in EVALUATOR_TYPES:
+                known = OLIVE_ONLY_EVALUATORS.get(kind.lower())
+                reason = (
+                    f"{kind!r} is Microsoft Olive's evaluator for {known}, which no distribution here provides"
+                    if known
+                    else f"unknown evaluator type {kind!r}{closest_match_hint(kind, ACCEPTED_EVALUATOR_NAMES)}"
+                )
+                raise config_error(
+                    f"{path}.type",
+                    f"{reason}; use {' or '.join(repr(n) for n in ACCEPTED_EVALUATOR_NAMES)} (onnxruntime with "
+                    "Olive's metrics) or leave it out",
+                )
+        if spec.get("type_args"):
+            expect(spec["type_args"], dict, f"{path}.type_args", "an object")
+            self.ignored.append(f"{path}.type_args")
+        metrics_given = spec.get("metrics")
+        for index, metric in enumerate(metrics_given if isinstance(metrics_given, list) else []):
+            if isinstance(metric, dict):
+                self.note_ignored_metric_keys(metric, f"{path}.metrics[{index}]")
         if "metrics" not in spec:
             raise config_error(
                 f"{path}.metrics",
@@ -629,6 +694,7 @@ class _Parser:
             return SearchStrategyConfig()
         expect(value, dict, path, 'an object like {"execution_order": "joint", "sampler": "tpe"} (or false)')
         check_keys(value, SEARCH_KEYS, path)
+        self.ignored.extend(f"{path}.{key}" for key in _SEARCH_IGNORED if value.get(key) is not None)
         kwargs: dict[str, Any] = {}
         if "execution_order" in value:
             kwargs["execution_order"] = choice(value["execution_order"], EXECUTION_ORDERS, f"{path}.execution_order")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from olive.cache.store import CacheStore
+from olive.data.check import check_workflow_data
 from olive.data.config import DataConfig
 from olive.data.containers import bind_input_model
 from olive.engine.engine import Engine
@@ -157,6 +158,8 @@ def prepare(config_or_path: Any, **overrides: Any) -> PreparedWorkflow:
     accelerator, providers, targets = _accelerator(workflow)
     plans = resolve_plan(workflow, accelerator)
     check_evaluator(workflow)
+    # The .npz files are read (headers only) and checked against the model now, so --dry-run catches them.
+    check_workflow_data(workflow)
     if strategy_executor(workflow) == "ray":
         try:
             found = importlib.util.find_spec("ray") is not None

@@ -1,0 +1,24 @@
+"""Helpers of the journeys: the repository's root, and the real ``olive`` command in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def olive(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """``olive ARGS`` as a user runs it (160 columns unless ``env`` says otherwise)."""
+    script = Path(sys.executable).with_name("olive")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "olive.cli.main"]
+    return subprocess.run(
+        [*command, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "160", **(env or {})},
+        cwd=cwd,
+        timeout=600,
+    )

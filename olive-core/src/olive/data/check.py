@@ -1,0 +1,98 @@
+"""Checking a workflow's ``.npz`` data against its input model before anything runs (``olive run --dry-run``
+and the start of every run).
+
+Only the arrays' headers are read (:func:`~olive.data.npz.read_npz_headers`): names, ranks, fixed
+dimensions and dtypes are checked with the rules the evaluator and the calibration readers apply to real
+batches (:func:`~olive.data.feeds.check_feeds`), on one batch of zeros of the data's shape. A file that is
+not an ``.npz`` of numeric arrays is a config error that says how to write one; nothing is ever unpickled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from olive.data.config import DataConfig
+from olive.data.feeds import check_feeds
+from olive.data.npz import LABEL_KEYS, read_npz_headers
+from olive.exceptions import OliveError, WorkflowConfigError
+from olive.model.handler import ONNXModelHandler
+
+if TYPE_CHECKING:
+    from olive.workflows.config import WorkflowConfig
+
+NPZ_CONTAINER = "NpzDataContainer"
+
+
+def _uses(workflow: WorkflowConfig) -> Iterator[tuple[DataConfig, bool]]:
+    """Each data config the workflow uses, with whether its dtypes must match the model's exactly (a pass's
+    calibration data for the first pass; metrics cast floats to the width a model takes)."""
+    evaluator = workflow.evaluator
+    for metric in evaluator.metrics if evaluator is not None else []:
+        config = metric.inline_data_config or workflow.data_configs.get(metric.data_config or "")
+        if isinstance(config, DataConfig):
+            yield config, False
+    first = next(iter(workflow.passes), None)
+    for key, specs in workflow.passes.items():
+        for spec in specs:
+            value = spec.params.get("data_config")
+            if isinstance(value, str) and value.endswith(".npz"):
+                value = DataConfig.from_json(
+                    {"name": f"{key}_data", "type": NPZ_CONTAINER, "load_dataset_config": {"data_path": value}},
+                    json_path=f"{spec.params_path}.data_config",
+                )
+            if isinstance(value, DataConfig):
+                # A later pass may take a model whose inputs an earlier pass changed (float16): same kind only.
+                yield value, key == first
+
+
+def check_workflow_data(workflow: WorkflowConfig) -> None:
+    """Raise :class:`WorkflowConfigError` naming the data config when an ``.npz`` it uses cannot be read or
+    does not fit the input model's inputs (names, ranks, fixed dimensions, dtypes)."""
+    model = None
+    seen: dict[int, bool] = {}
+    for config, exact in _uses(workflow):
+        if config.type != NPZ_CONTAINER or config.load_dataset_config.type:
+            continue
+        if seen.get(id(config)) in (exact, True):
+            continue
+        seen[id(config)] = exact
+        if model is None:
+            handler = workflow.input_model.create_handler()
+            if not isinstance(handler, ONNXModelHandler):
+                return
+            model = handler
+        check_npz_config(config, model.get_io_config(), exact=exact)
+
+
+def check_npz_config(config: DataConfig, io_config: dict[str, Any], exact: bool = False) -> None:
+    """Check one ``NpzDataContainer`` config's file against a model's ``io_config``."""
+    import numpy as np
+
+    params = config.load_dataset_config.params
+    path = params.get("data_path") or params.get("data_dir")
+    where = f"{config.json_path or config.name}.load_dataset_config.data_path"
+    if not isinstance(path, str):
+        raise WorkflowConfigError(f"expected the path of an .npz file (a string), got {path!r}", owner=where)
+    try:
+        headers = read_npz_headers(path)
+    except OliveError as exc:
+        raise WorkflowConfigError(exc.reason, owner=where) from None
+    inputs = {key: header for key, header in headers.items() if key not in LABEL_KEYS}
+    if not inputs:
+        raise WorkflowConfigError(f"'{path}' holds no input arrays; save one array per model input name", owner=where)
+    lengths = {key: shape[0] if shape else None for key, (shape, _) in headers.items()}
+    if None in lengths.values() or len(set(lengths.values())) != 1:
+        shown = ", ".join(f"{k}: {v}" for k, v in lengths.items())
+        raise WorkflowConfigError(
+            f"arrays in '{path}' disagree on the number of samples (first axis) ({shown}); every array needs one "
+            "row per sample",
+            owner=where,
+        )
+    batch_size = config.dataloader_config.params.get("batch_size")
+    rows = min(next(iter(lengths.values())), batch_size if isinstance(batch_size, int) and batch_size > 0 else 1)
+    batch = {key: np.zeros((rows, *shape[1:]), dtype=dtype) for key, (shape, dtype) in inputs.items()}
+    try:
+        check_feeds(batch, io_config, f"data config '{config.name}' ('{path}')", "the input model", cast=not exact)
+    except OliveError as exc:
+        raise WorkflowConfigError(exc.reason, owner=where) from None
