@@ -159,3 +159,16 @@ def test_in_a_workflow_fixed_conflicts_exit_2_and_searched_ones_are_pruned_with_
     assert nodes[32].status == "ok"
     assert nodes[16].status == "pruned"
     assert "param 'wide' needs a block of 32 or more, got block 16" in nodes[16].error
+
+
+def test_when_every_point_is_rejected_the_run_says_which_param_and_why(tmp_path, isolated_registry):
+    isolated_registry.register(Blocks, name="Blocks")
+    workflow = _workflow(tmp_path, {"wide": True, "block": [16, 24]}, search=True)
+    path = tmp_path / "wf.json"
+    path.write_text(json.dumps(workflow))
+    result = CliRunner().invoke(cli, ["run", str(path)], catch_exceptions=False)
+    assert result.exit_code == 1, result.output
+    message = result.stderr.strip().splitlines()[-1]
+    assert message.startswith("Error: no model was produced: all 2 search point(s) were rejected"), message
+    assert "pass 'blocks' (Blocks): param 'wide' needs a block of 32 or more, got block 16" in message
+    assert "pass 'blocks' (Blocks): param 'block' is 24; use a power of two" in message

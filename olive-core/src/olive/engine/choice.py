@@ -72,7 +72,14 @@ def _nothing_produced(footprint: Sequence[FootprintNode], stopped_by: str | None
             + f"; first error: {failed[0].pass_key}: {failed[0].error}"
         )
     if pruned:
-        return f"no model was produced: all {len(pruned)} search point(s) were pruned by validate_config"
+        # Each reason already names its pass (the error's owner).
+        reasons = list(dict.fromkeys(node.error for node in pruned if node.error))
+        shown = "; ".join(reasons[:3])
+        more = f" (and {len(reasons) - 3} other reason(s) in footprint.json)" if len(reasons) > 3 else ""
+        return (
+            f"no model was produced: all {len(pruned)} search point(s) were rejected by their pass's config checks"
+            + (f"; {shown}{more}" if shown else "")
+        )
     return (
         f"no model was produced: the search limits ({stopped_by or 'max_samples'}) stopped the "
         "search before a complete model was produced"
