@@ -15,7 +15,7 @@ _CWD_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
-def _scratch_cwd() -> Iterator[None]:
+def scratch_cwd() -> Iterator[None]:
     # When symbolic shape inference gives up, onnxruntime saves its partial model (and, for big models,
     # an external data file with a random name) into the current directory. Run it from a throwaway one.
     with _CWD_LOCK, tempfile.TemporaryDirectory(prefix="olive-quant-cwd-") as scratch, contextlib.chdir(scratch):
@@ -39,7 +39,7 @@ def quant_pre_process(
     input_path, output_path = Path(input_path).resolve(), Path(output_path).resolve()
 
     def run(skip_symbolic: bool) -> None:
-        with _scratch_cwd():
+        with scratch_cwd():
             ort_quant_pre_process(
                 input_model=str(input_path),
                 output_model_path=str(output_path),

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import gc
+import os
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from olive.exceptions import PassConfigError
+from olive.exceptions import ModelLoadError, PassConfigError
 from olive.model.handler import ONNXModelHandler
 from olive.passes.pass_config import PassConfigParam
 from olive.paths import OutputFileName, UnsafeName, check_plain_name
@@ -16,6 +19,9 @@ if TYPE_CHECKING:
 
 # Protobuf cannot serialize a message of 2 GiB or more; bigger models must keep weights outside.
 _PROTOBUF_LIMIT = 2**31 - 1
+# Field numbers of ModelProto.graph and GraphProto.initializer in onnx.proto, for the streaming writer.
+_MODEL_GRAPH_FIELD = 7
+_GRAPH_INITIALIZER_FIELD = 5
 
 
 def resolve_onnx_path(file_or_dir_path: str | Path, model_filename: str = "model.onnx") -> str:
@@ -77,9 +83,11 @@ def model_proto_to_file(
 
     output_path = Path(output_path)
     output_path.parent.mkdir(parents=True, exist_ok=True)
-    if not save_as_external_data and model.ByteSize() < _PROTOBUF_LIMIT:
-        onnx.save_model(model, str(output_path))
-        return False
+    if not save_as_external_data:
+        layout = _InlineLayout(model)
+        if layout.size < _PROTOBUF_LIMIT:
+            layout.write(output_path)
+            return False
     location = external_data_name or f"{output_path.name}.data"
     try:
         check_plain_name(location)
@@ -89,6 +97,8 @@ def model_proto_to_file(
         ) from None
     # onnx appends to an existing data file; the output folder is the pass's own, so a leftover is replaced.
     (output_path.parent / location).unlink(missing_ok=True)
+    # onnx writes the tensors one at a time and drops each one's bytes from the proto once written, so no
+    # second copy of the weights is made (the proto is left pointing at the file).
     onnx.save_model(
         model,
         str(output_path),
@@ -99,6 +109,140 @@ def model_proto_to_file(
         convert_attribute=convert_attribute,
     )
     return True
+
+
+class _InlineLayout:
+    """``model`` as one protobuf file, written one initializer at a time.
+
+    ``onnx.save_model`` serializes the whole message into one bytes object first (and protobuf's
+    ``ByteSize`` serializes it once more just to count), a copy of every weight each time. Protobuf's wire
+    format lets a message be written as its fields in any order, so this writes the model without its
+    graph, then the graph's other fields, then each initializer as its own length-delimited field: the
+    same message for any protobuf parser, at the memory of the largest tensor.
+    """
+
+    def __init__(self, model: onnx.ModelProto):
+        import onnx
+
+        self.model = model
+        self.head = _copy_fields(model, onnx.ModelProto(), skip="graph").SerializeToString()
+        self.rest = _copy_fields(model.graph, onnx.GraphProto(), skip="initializer").SerializeToString()
+        self.sizes = [tensor.ByteSize() for tensor in model.graph.initializer]
+        self.tag = _varint(_GRAPH_INITIALIZER_FIELD << 3 | 2)
+        self.graph_size = len(self.rest) + sum(len(self.tag) + len(_varint(size)) + size for size in self.sizes)
+        graph_header = _varint(_MODEL_GRAPH_FIELD << 3 | 2) + _varint(self.graph_size)
+        self.size = len(self.head) + len(graph_header) + self.graph_size
+
+    def write(self, path: Path) -> None:
+        tmp = path.with_name(f".{path.name}.tmp")
+        try:
+            with tmp.open("wb") as out:
+                out.write(self.head)
+                out.write(_varint(_MODEL_GRAPH_FIELD << 3 | 2) + _varint(self.graph_size) + self.rest)
+                for tensor, size in zip(self.model.graph.initializer, self.sizes, strict=True):
+                    out.write(self.tag + _varint(size))
+                    out.write(tensor.SerializeToString())
+            tmp.replace(path)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+
+def _copy_fields(source: Any, target: Any, skip: str) -> Any:
+    """``target`` with every set field of ``source`` but ``skip`` copied in."""
+    for field, value in source.ListFields():
+        if field.name == skip:
+            continue
+        if field.is_repeated:
+            getattr(target, field.name).extend(value)
+        elif field.message_type is not None:
+            getattr(target, field.name).CopyFrom(value)
+        else:
+            setattr(target, field.name, value)
+    return target
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, value = value & 0x7F, value >> 7
+        if value:
+            out.append(low | 0x80)
+        else:
+            out.append(low)
+            return bytes(out)
+
+
+def release_memory() -> None:
+    """Give memory that was freed back to the operating system.
+
+    glibc keeps freed heap memory for reuse, and a pass that loads a model, lets it go and loads the next
+    (a library's preprocessing, then its quantizer) would otherwise peak at the sum of its steps rather
+    than at the largest one. Elsewhere than on glibc this only collects garbage.
+    """
+    import ctypes
+    import ctypes.util
+
+    gc.collect()
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def load_without_weights(model_path: str | Path, inline_below: int = 64 * 1024) -> onnx.ModelProto:
+    """The graph of ``model_path`` with only its small external tensors (under ``inline_below`` bytes) loaded.
+
+    Larger tensors keep pointing at their data files (relative to the model's folder), so tools that read
+    the graph, shapes and small constants (shape inference, graph analysis) work on a model of any size at
+    the memory of its graph.
+    """
+    import onnx
+    from onnx.external_data_helper import ExternalDataInfo, load_external_data_for_tensor, uses_external_data
+
+    path = Path(model_path)
+    proto = onnx.load(str(path), load_external_data=False)
+    for tensor in _all_tensors(proto):
+        if uses_external_data(tensor) and (ExternalDataInfo(tensor).length or 0) < inline_below:
+            load_external_data_for_tensor(tensor, str(path.parent))
+    return proto
+
+
+def _all_tensors(proto: onnx.ModelProto) -> Any:
+    from onnx.external_data_helper import _get_all_tensors
+
+    return _get_all_tensors(proto)
+
+
+def link_external_data(model_path: str | Path, folder: str | Path) -> list[Path]:
+    """Hard-link (copy where linking fails) the external data files of ``model_path`` into ``folder``.
+
+    A graph saved into ``folder`` then finds the weights under their original names, so a library that
+    only takes a model path can run on a graph changed in memory without the weights ever being loaded.
+    """
+    import onnx
+    from onnx.external_data_helper import ExternalDataInfo, uses_external_data
+
+    source = Path(model_path)
+    proto = onnx.load(str(source), load_external_data=False)
+    names = {ExternalDataInfo(t).location for t in _all_tensors(proto) if uses_external_data(t)}
+    folder = Path(folder)
+    linked = []
+    for name in sorted(names):
+        check_plain_name(name)
+        origin, target = source.parent / name, folder / name
+        if not origin.is_file():
+            raise ModelLoadError(
+                f"ONNX model '{source}' refers to external data '{name}' that is missing; keep the data files "
+                "beside the model"
+            )
+        target.unlink(missing_ok=True)
+        try:
+            os.link(origin, target)
+        except OSError:
+            shutil.copyfile(origin, target)
+        linked.append(target)
+    return linked
 
 
 def model_proto_to_olive_model(
