@@ -143,37 +143,51 @@ def ort_offline_optimize(
     providers: list[str],
     disabled_optimizers: list[str] | None = None,
 ) -> onnx.ModelProto:
-    """Let onnxruntime optimize ``model_path`` at ``level`` and return the graph it would run.
-
-    Uses ``SessionOptions.optimized_model_filepath`` in a temporary folder, the way onnxruntime's own
-    transformer optimizer does, without the PyTorch import that its helper makes.
-    """
+    """Let onnxruntime optimize ``model_path`` at ``level`` and return the graph it would run (weights loaded)."""
     import onnx
+
+    with tempfile.TemporaryDirectory(prefix="olive-ort-opt-") as tmp:
+        optimized = ort_offline_optimize_to(model_path, Path(tmp), level, providers, disabled_optimizers)
+        return onnx.load(str(optimized), load_external_data=True)
+
+
+def ort_offline_optimize_to(
+    model_path: str,
+    folder: Path,
+    level: str,
+    providers: list[str],
+    disabled_optimizers: list[str] | None = None,
+) -> Path:
+    """Let onnxruntime optimize ``model_path`` at ``level`` into ``folder``; returns the optimized model's path.
+
+    Uses ``SessionOptions.optimized_model_filepath``, the way onnxruntime's own transformer optimizer does,
+    without the PyTorch import that its helper makes. Weights go to ``optimized.data`` beside it, so
+    models past protobuf's 2 GB limit are written too and nothing is loaded back here.
+    """
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
     # Its warning that "all" graphs are hardware specific is handled: such outputs pin their provider.
     options.log_severity_level = 3
-    with tempfile.TemporaryDirectory(prefix="olive-ort-opt-") as tmp:
-        optimized = Path(tmp) / "optimized.onnx"
-        options.optimized_model_filepath = str(optimized)
-        # Weights go beside the graph so models over protobuf's 2 GB limit can be written too.
-        options.add_session_config_entry("session.optimized_model_external_initializers_file_name", "optimized.data")
-        options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
-        kwargs: dict[str, Any] = {}
-        if disabled_optimizers:
-            kwargs["disabled_optimizers"] = list(disabled_optimizers)
-        try:
-            ort.InferenceSession(model_path, sess_options=options, providers=providers, **kwargs)
-        except Exception as exc:
-            raise ModelLoadError(
-                f"onnxruntime cannot load '{model_path}' ({type(exc).__name__}: {first_line(exc)}); "
-                "check that the file is a valid ONNX model for the installed onnxruntime"
-            ) from exc
-        if not optimized.is_file():
-            raise PassRunError(f"onnxruntime did not write the optimized model for '{model_path}'")
-        return onnx.load(str(optimized), load_external_data=True)
+    optimized = folder / "optimized.onnx"
+    options.optimized_model_filepath = str(optimized)
+    options.add_session_config_entry("session.optimized_model_external_initializers_file_name", "optimized.data")
+    options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+    kwargs: dict[str, Any] = {}
+    if disabled_optimizers:
+        kwargs["disabled_optimizers"] = list(disabled_optimizers)
+    try:
+        session = ort.InferenceSession(model_path, sess_options=options, providers=providers, **kwargs)
+        del session
+    except Exception as exc:
+        raise ModelLoadError(
+            f"onnxruntime cannot load '{model_path}' ({type(exc).__name__}: {first_line(exc)}); "
+            "check that the file is a valid ONNX model for the installed onnxruntime"
+        ) from exc
+    if not optimized.is_file():
+        raise PassRunError(f"onnxruntime did not write the optimized model for '{model_path}'")
+    return optimized
 
 
 def copy_model_files(model: ONNXModelHandler, output_model_path: str | Path) -> Path:

@@ -3,10 +3,10 @@
 onnxruntime's own function loads the whole model, copies it for symbolic shape inference and holds it
 while an onnxruntime session optimizes a saved copy: about three times the model in memory. The three
 steps need the weights only in the session, so here symbolic shape inference runs on the graph alone
-(large tensors left in their files), the graph is saved beside links to the input's data files, and the
-session (``optimized_model_filepath``, weights written to external data) and ONNX shape inference
-(``infer_shapes_path``) read the weights from disk. Models below opset 11, which onnxruntime first
-converts (Upsample to Resize), still go through its own function.
+(large tensors left in their files), the graph is saved beside a copy of the input's data files (made by
+the kernel, not in memory), and the session (``optimized_model_filepath``, weights written to external
+data) and ONNX shape inference (``infer_shapes_path``) read the weights from disk. Models below opset 11,
+which onnxruntime first converts (Upsample to Resize), still go through its own function.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from olive.passes.onnx.common import link_external_data, load_without_weights, release_memory
+from olive.model.handler import ONNXModelHandler
+from olive.passes.onnx.common import copy_external_data, load_without_weights, release_memory, require_protobuf_size
 
 if TYPE_CHECKING:
     import onnx
@@ -56,6 +57,12 @@ def quant_pre_process(
     opset = next((o.version for o in graph.opset_import if o.domain in ("", "ai.onnx")), None)
     if opset is not None and opset < _FIRST_UNCONVERTED_OPSET:
         del graph
+        require_protobuf_size(
+            ONNXModelHandler(str(input_path)),
+            f"onnxruntime's quant_pre_process (which converts opset {opset} models to opset 11 first)",
+            "convert the model to opset 11 or later first (OnnxOpVersionConversion, before it grows past 2 GB), "
+            "or set quant_preprocess to false",
+        )
         return _ort_quant_pre_process(input_path, output_path, skip_optimization, skip_onnx_shape, skip_symbolic_shape)
     skipped = False
     if not skip_symbolic_shape:
@@ -70,7 +77,7 @@ def quant_pre_process(
             skipped = True
     with tempfile.TemporaryDirectory(prefix="olive-quant-pre-", dir=output_path.parent) as tmp:
         work = Path(tmp)
-        link_external_data(input_path, work)
+        copy_external_data(input_path, work)
         current = work / "graph.onnx"
         _save_graph(graph, current)
         del graph
@@ -98,7 +105,7 @@ def _symbolic_shapes(graph: onnx.ModelProto) -> onnx.ModelProto:
 def _save_graph(graph: onnx.ModelProto, path: Path) -> None:
     import onnx
 
-    # Large tensors still refer to the data files linked beside ``path``; the small ones stay inline.
+    # Large tensors still refer to the data files copied beside ``path``; the small ones stay inline.
     onnx.save_model(graph, str(path))
 
 

@@ -229,7 +229,7 @@ def bert_like_model_files(
     path = Path(directory) / file_name
     path.parent.mkdir(parents=True, exist_ok=True)
     location = f"{file_name}.data"
-    with open(path.parent / location, "wb") as data:
+    with (path.parent / location).open("wb") as data:
         g = _ExternalDataGraphBuilder(seed, data, location, size_threshold)
         inputs, outputs = _build_bert_like(
             g, num_layers, hidden_size, num_heads, intermediate_size, vocab_size, max_seq_len, None
