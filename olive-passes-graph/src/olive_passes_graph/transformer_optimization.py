@@ -49,6 +49,8 @@ _DISABLED_BEFORE_FUSION = [
     "GemmActivationFusion",
     "BiasSoftmaxFusion",
 ]
+# Ops of QDQ graphs, whose QOrdered fusions transpose int8 weights in place (fusion_utils).
+_REWRITE_WEIGHTS_IN_PLACE = {"QuantizeLinear", "DequantizeLinear"}
 _LEVELS = {1: "ORT_ENABLE_BASIC", 2: "ORT_ENABLE_EXTENDED", 99: "ORT_ENABLE_ALL"}
 # Model types fused by onnxruntime's BERT attention fusion, which trusts num_heads/hidden_size as given when
 # the graph's own Reshape shapes are computed at run time: values that contradict the graph are an error.
@@ -207,6 +209,12 @@ class OrtTransformersOptimization(Pass):
                     source = model.model_path
                 proto = load_without_weights(source)
                 weights_dir = Path(source).parent
+                if config.float16 or any(n.op_type in _REWRITE_WEIGHTS_IN_PLACE for n in proto.graph.node):
+                    # The float16 converter, and the fusions of quantized (QDQ) graphs, rewrite weights in
+                    # place in the proto: they need them all loaded.
+                    from onnx.external_data_helper import load_external_data_for_model
+
+                    load_external_data_for_model(proto, str(weights_dir))
                 with weights_in(weights_dir):
                     optimizer, num_heads, hidden_size, dims, before, blocks = self._fuse(
                         proto, model, config, model_type, owner
