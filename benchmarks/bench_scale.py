@@ -19,9 +19,11 @@ agreement metric) and, for comparison, each of its 4 points alone as a one-pass 
 metric; it reports the search's peak against the most expensive single point.
 
 Peak RSS is that of the whole process tree of a job: the largest sum, over the job's process and all its
-descendants, of their resident set sizes, sampled every 10 ms from /proc, and never less than the
-kernel's exact high-water mark of the largest single process (``wait4``'s ``ru_maxrss``). It includes the
-interpreter and its imports (about 100-250 MB, shown on the row of the smallest model). Wall time is the
+descendants, of their proportional set sizes (resident pages, shared ones split between the processes
+sharing them, so a forked child is not counted twice), sampled every 10 ms from /proc, and never less
+than the kernel's exact high-water mark of resident memory of the largest single process (``wait4``'s
+``ru_maxrss``). It includes the interpreter and its imports (about 100-250 MB, shown on the row of the
+smallest model). Wall time is the
 whole process, start to exit; "pass s" is the time ``Pass.run`` itself took inside the bare job.
 
 ``--reruns`` also measures the fixed costs of item 4 of the scale issue: ``olive --help``, and a cached
@@ -76,7 +78,6 @@ BATCH, SEQUENCE = 2, 32
 # --------------------------------------------------------------------------------------------------
 # Measuring a process tree
 # --------------------------------------------------------------------------------------------------
-_PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 def _children(pid: int) -> list[int]:
@@ -89,21 +90,25 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def _rss(pid: int) -> int:
+def _pss(pid: int) -> int:
+    """Proportional set size: resident pages, shared ones split between the processes sharing them."""
     try:
-        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * _PAGE
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
     except (OSError, IndexError, ValueError):
-        return 0
+        pass
+    return 0
 
 
-def _tree_rss(root: int) -> int:
+def _tree_pss(root: int) -> int:
     total, todo, seen = 0, [root], set()
     while todo:
         pid = todo.pop()
         if pid in seen:
             continue
         seen.add(pid)
-        total += _rss(pid)
+        total += _pss(pid)
         todo += _children(pid)
     return total
 
@@ -120,7 +125,7 @@ def measure(cmd: list[str], cwd: Path, log: Path) -> dict[str, Any]:
         def sample() -> None:
             nonlocal peak
             while not done.is_set():
-                peak = max(peak, _tree_rss(proc.pid))
+                peak = max(peak, _tree_pss(proc.pid))
                 done.wait(0.01)
 
         sampler = threading.Thread(target=sample, daemon=True)
@@ -635,13 +640,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--passes", nargs="+", choices=[*PASSES, SEARCH_KEY], help="default: every pass + search")
     parser.add_argument("--quick", action="store_true", help="one 13 MB model (hidden 256), every pass: smoke test")
     parser.add_argument("--no-engine", action="store_true", help="only the bare pass jobs (no olive run / run-pass)")
+    parser.add_argument(
+        "--engine-max-gb",
+        type=float,
+        default=1.5,
+        help="run the olive run / run-pass jobs for models up to this size (default 1.5: not at 2.2 GB)",
+    )
     parser.add_argument("--reruns", action="store_true", help="also measure olive --help and a cached rerun")
     parser.add_argument("--workdir", type=Path, help="where models and jobs go (default: a temporary folder)")
     parser.add_argument("--keep", action="store_true", help="keep the workdir (models are reused when it is kept)")
     parser.add_argument("--keep-going", action="store_true", help="record a failing pass and go on")
     parser.add_argument("--json", type=Path, help="write every row as JSON here")
     parser.add_argument("--plot", type=Path, help="write the plot (PNG) here; needs matplotlib")
+    parser.add_argument("--from-json", type=Path, nargs="+", help="only print the table (and plot) of saved runs")
     args = parser.parse_args(argv)
+    if args.from_json:
+        saved = [json.loads(path.read_text()) for path in args.from_json]
+        rows = sorted((r for report in saved for r in report["rows"]), key=lambda r: (r["size_gb"], r["pass"]))
+        print(table(rows))
+        for report in saved:
+            if "reruns" in report:
+                print(json.dumps(report["reruns"], indent=2))
+        if args.plot:
+            plot(rows, args.plot)
+        return 0
     sizes = [0.013] if args.quick else args.sizes
     chosen = args.passes or [*PASSES, SEARCH_KEY]
     keys = [k for k in chosen if k != SEARCH_KEY]
@@ -651,7 +673,8 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any] = {"rows": rows}
     try:
         for size in sizes:
-            rows += run_size(size, keys, root, args.quick, SEARCH_KEY in chosen, not args.no_engine, args.keep_going)
+            engine = not args.no_engine and size <= args.engine_max_gb
+            rows += run_size(size, keys, root, args.quick, SEARCH_KEY in chosen, engine, args.keep_going)
             if args.json:
                 args.json.write_text(json.dumps(report, indent=2))
         if args.reruns:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import shutil
 import threading
@@ -267,15 +268,22 @@ def release_memory() -> None:
     (a library's preprocessing, then its quantizer) would otherwise peak at the sum of its steps rather
     than at the largest one. Elsewhere than on glibc this only collects garbage.
     """
-    import ctypes
-    import ctypes.util
-
     gc.collect()
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Any:
+    import ctypes
+
+    # The running program's own symbols: glibc's malloc_trim where the interpreter links glibc. (Not
+    # ctypes.util.find_library, which starts an `ldconfig` process: a fork of this whole process.)
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.malloc_trim(0)
+        return ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):
-        pass
+        return None
 
 
 def load_without_weights(model: ONNXModelHandler | str | Path, inline_below: int = 64 * 1024) -> onnx.ModelProto:
