@@ -220,6 +220,21 @@ def _write_external(model: onnx.ModelProto, path: Path, location: str, size_thre
     onnx.save_model(model, str(path))
 
 
+def weightless_copy(model: onnx.ModelProto, inline_below: int = 64 * 1024) -> onnx.ModelProto:
+    """A copy of ``model`` whose initializers of ``inline_below`` bytes or more keep their name, type and
+    shape but no data: enough for shape and type inference, at the memory of the graph."""
+    import onnx
+
+    copy = _copy_fields(model, onnx.ModelProto(), skip="graph")
+    _copy_fields(model.graph, copy.graph, skip="initializer")
+    for tensor in model.graph.initializer:
+        if tensor.ByteSize() < inline_below:
+            copy.graph.initializer.add().CopyFrom(tensor)
+        else:
+            copy.graph.initializer.add(name=tensor.name, dims=tensor.dims, data_type=tensor.data_type)
+    return copy
+
+
 def _copy_fields(source: Any, target: Any, skip: str) -> Any:
     """``target`` with every set field of ``source`` but ``skip`` copied in."""
     for field, value in source.ListFields():
