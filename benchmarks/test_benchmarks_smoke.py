@@ -72,3 +72,39 @@ def test_ranking_tolerance_benchmark_reports_every_metric_of_both_models():
     by_key = {(r["model"], r["metric"]): r for r in rows}
     assert by_key[("dynamic int8", "agreement-cosine_mean")]["max_abs_diff"] == 0
     assert by_key[("input model", "latency-ratio_p50")]["median"] == 1.0
+
+
+def test_scale_benchmark_checks_every_pass_and_measures_the_search(tmp_path):
+    _run("bench_scale.py", "--json", str(tmp_path / "scale.json"), "--reruns")
+    report = json.loads((tmp_path / "scale.json").read_text())
+    rows = {r["pass"]: r for r in report["rows"]}
+    bench = _load("bench_scale.py")
+    assert set(rows) == {*bench.PASSES, bench.SEARCH_KEY}
+    for key, (_, _, bound) in bench.PASSES.items():
+        row = rows[key]
+        # Every output was checked: loaded by onnxruntime, outputs compared with the float model's.
+        assert row["check_cosine_mean"] >= bound
+        assert row["bare_peak_rss"] > row["model_bytes"]  # the tree's peak includes the weights read
+        assert row["run_peak_rss"] > 0 and row["run_pass_peak_rss"] > 0
+    search = rows[bench.SEARCH_KEY]
+    assert len(search["single_point_peak_rss"]) == search["search_points"] == 4
+    assert search["search_vs_heaviest_point"] > 0
+    assert report["reruns"]["search16_models"] >= 16
+    assert report["reruns"]["help_peak_rss"] > 0
+
+
+def test_scale_benchmark_measures_a_process_tree():
+    bench = _load("bench_scale.py")
+    # A parent that starts a child holding 200 MB: the tree's peak counts both processes.
+    child = "import time; b = bytearray(200 * 2**20); b[::4096] = b'x' * len(b[::4096]); time.sleep(1.0)"
+    parent = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {child!r}])"
+    result = bench.measure([sys.executable, "-c", parent], HERE, Path(bench.tempfile.mkdtemp()) / "log")
+    assert result["returncode"] == 0
+    assert result["peak_rss"] > 200 * 2**20
+
+
+def _load(script: str):
+    spec = importlib.util.spec_from_file_location(script.removesuffix(".py"), HERE / script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

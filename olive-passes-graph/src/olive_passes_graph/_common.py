@@ -148,39 +148,51 @@ def ort_offline_optimize(
     providers: list[str],
     disabled_optimizers: list[str] | None = None,
 ) -> onnx.ModelProto:
-    """Let onnxruntime optimize ``model_path`` at ``level`` and return the graph it would run.
-
-    Has onnxruntime write the optimized graph (``optimized_model_path``) into a temporary folder, the way
-    onnxruntime's own transformer optimizer does, without the PyTorch import that its helper makes.
-    """
+    """Let onnxruntime optimize ``model_path`` at ``level`` and return the graph it would run (weights loaded)."""
     import onnx
 
     with tempfile.TemporaryDirectory(prefix="olive-ort-opt-") as tmp:
-        optimized = Path(tmp) / "optimized.onnx"
-        session_options = {
-            "graph_optimization_level": level,
-            # Its warning that "all" graphs are hardware specific is handled: such outputs pin their provider.
-            "log_severity_level": 3,
-            # Weights go beside the graph so models over protobuf's 2 GB limit can be written too.
-            "extra_session_config": {
-                "session.optimized_model_external_initializers_file_name": "optimized.data",
-                "session.optimized_model_external_initializers_min_size_in_bytes": "1024",
-            },
-        }
-        try:
-            create_session(
-                model_path,
-                {"execution_provider": providers, "session_options": session_options},
-                disabled_optimizers=disabled_optimizers,
-                optimized_model_path=optimized,
-            )
-        except ModelLoadError as exc:
-            raise ModelLoadError(
-                f"{exc.reason}; check that the file is a valid ONNX model for the installed onnxruntime"
-            ) from exc
-        if not optimized.is_file():
-            raise PassRunError(f"onnxruntime did not write the optimized model for '{model_path}'")
+        optimized = ort_offline_optimize_to(model_path, Path(tmp), level, providers, disabled_optimizers)
         return onnx.load(str(optimized), load_external_data=True)
+
+
+def ort_offline_optimize_to(
+    model_path: str,
+    folder: Path,
+    level: str,
+    providers: list[str],
+    disabled_optimizers: list[str] | None = None,
+) -> Path:
+    """Let onnxruntime optimize ``model_path`` at ``level`` into ``folder``; returns the optimized model's path.
+
+    onnxruntime writes the optimized graph (``optimized_model_path``), the way its own transformer optimizer
+    does, without the PyTorch import that its helper makes. Weights go to ``optimized.data`` beside it, so
+    models past protobuf's 2 GB limit are written too and nothing is loaded back here.
+    """
+    optimized = folder / "optimized.onnx"
+    session_options = {
+        "graph_optimization_level": level,
+        # Its warning that "all" graphs are hardware specific is handled: such outputs pin their provider.
+        "log_severity_level": 3,
+        "extra_session_config": {
+            "session.optimized_model_external_initializers_file_name": "optimized.data",
+            "session.optimized_model_external_initializers_min_size_in_bytes": "1024",
+        },
+    }
+    try:
+        create_session(
+            model_path,
+            {"execution_provider": providers, "session_options": session_options},
+            disabled_optimizers=disabled_optimizers,
+            optimized_model_path=optimized,
+        )
+    except ModelLoadError as exc:
+        raise ModelLoadError(
+            f"{exc.reason}; check that the file is a valid ONNX model for the installed onnxruntime"
+        ) from exc
+    if not optimized.is_file():
+        raise PassRunError(f"onnxruntime did not write the optimized model for '{model_path}'")
+    return optimized
 
 
 def copy_model_files(model: ONNXModelHandler, output_model_path: str | Path) -> Path:

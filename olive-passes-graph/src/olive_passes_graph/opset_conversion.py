@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from olive.exceptions import ModelLoadError, PassParamError, PassRunError
 from olive.measure import create_session
 from olive.passes import Pass, PassConfigParam
-from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
+from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model, require_protobuf_size
 from olive_passes_graph._common import carry_over, check_output_loads, first_line, output_guard
 
 if TYPE_CHECKING:
@@ -61,6 +61,12 @@ class OnnxOpVersionConversion(Pass):
         from onnx import version_converter
 
         target = config.target_opset or newest_supported_opset()
+        require_protobuf_size(
+            model,
+            "onnx's version converter",
+            "convert the opset before the model grows past 2 GB (at export), or keep its current opset",
+            owner=self.config_owner(),
+        )
         proto = model.load_model()
         current = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), None)
         if current == target:

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import logging
+import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from olive.exceptions import PassParamError, PassRunError, closest_match_hint
 from olive.passes import Pass, PassConfigParam
-from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
+from olive.passes.onnx.common import (
+    copy_external_data,
+    get_external_data_config,
+    load_without_weights,
+    model_proto_to_olive_model,
+    resolve_onnx_path,
+)
 from olive_passes_graph._common import carry_over, output_guard
 
 if TYPE_CHECKING:
@@ -74,16 +82,30 @@ class OnnxPeepholeOptimizer(Pass):
     def _run_for_config(
         self, model: ONNXModelHandler, config: BasePassConfig, output_model_path: str
     ) -> ONNXModelHandler:
-        proto = model.load_model()
+        import onnx
+
+        # Both tools rewrite the graph and fold small constants; the large weights pass through untouched, so
+        # they stay in their files and are copied into the output one at a time.
+        proto = load_without_weights(model.model_path)
         before = len(proto.graph.node)
         if config.onnxscript_optimize:
             proto = _onnxscript_optimize(proto, model.model_path)
-        if config.onnxoptimizer_optimize:
-            proto = _onnxoptimizer_optimize(proto, model.model_path, config.onnxoptimizer_passes)
-        after = len(proto.graph.node)
-        logger.info("OnnxPeepholeOptimizer: %d nodes -> %d nodes", before, after)
         with output_guard(output_model_path):
-            result = model_proto_to_olive_model(proto, output_model_path, config)
+            output = Path(resolve_onnx_path(output_model_path))
+            with tempfile.TemporaryDirectory(prefix=".olive-peephole-", dir=output.parent) as tmp:
+                weights_dir = Path(model.model_path).parent
+                if config.onnxoptimizer_optimize:
+                    work = Path(tmp)
+                    # onnxoptimizer reads the weights beside the graph; it writes them anew beside its output.
+                    copy_external_data(model.model_path, work)
+                    graph = work / ".olive-graph.onnx"
+                    onnx.save_model(proto, str(graph))
+                    del proto
+                    proto = _onnxoptimizer_optimize(graph, work / ".olive-optimized.onnx", config.onnxoptimizer_passes)
+                    weights_dir = work
+                after = len(proto.graph.node)
+                result = model_proto_to_olive_model(proto, output_model_path, config, weights_dir=weights_dir)
+        logger.info("OnnxPeepholeOptimizer: %d nodes -> %d nodes", before, after)
         return carry_over(model, result, attributes={"peephole_node_count": {"before": before, "after": after}})
 
 
@@ -104,19 +126,30 @@ def _onnxscript_optimize(proto: onnx.ModelProto, path: str) -> onnx.ModelProto:
             ) from exc
 
 
-def _onnxoptimizer_optimize(proto: onnx.ModelProto, path: str, passes: list[str] | None) -> onnx.ModelProto:
+def _onnxoptimizer_optimize(path: Path, optimized: Path, passes: list[str] | None) -> onnx.ModelProto:
+    """onnxoptimizer on the model at ``path``; returns the graph, its weights in ``<optimized>.data``.
+
+    onnxoptimizer's own entry point for models past 2 GB (``optimize_from_path``, which its ``optimize``
+    falls back to) reads and writes the weights in C++, so no Python copy of them is made at any size.
+    """
     import onnx
     import onnxoptimizer
+    from onnxoptimizer import onnx_opt_cpp2py_export as onnxoptimizer_c
 
+    source = path
     try:
         # Casts and other no-ops are only recognized as such when tensor types are known.
-        proto = onnx.shape_inference.infer_shapes(proto)
+        inferred = path.with_name(path.name + ".inferred.onnx")
+        onnx.shape_inference.infer_shapes_path(str(path), str(inferred))
+        source = inferred
     except Exception as exc:
         logger.info("ONNX shape inference failed before onnxoptimizer (%s); continuing without it", exc)
+    names = list(passes) if passes is not None else onnxoptimizer.get_fuse_and_elimination_passes()
     try:
-        return onnxoptimizer.optimize(proto, passes=list(passes) if passes is not None else None)
+        onnxoptimizer_c.optimize_from_path(str(source), str(optimized), names, f"{optimized.name}.data")
     except Exception as exc:
         raise PassRunError(
             f"onnxoptimizer failed on '{path}' ({type(exc).__name__}: {exc}); "
             "set onnxoptimizer_optimize to false to skip it"
         ) from exc
+    return onnx.load(str(optimized), load_external_data=False)

@@ -4,16 +4,25 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from olive.config_errors import param_in_range
 from olive.exceptions import PassConfigError, PassParamError, PassRunError, closest_match_hint
 from olive.logs import once_per_message, onnxruntime_logs
 from olive.passes import Pass, PassConfigParam
-from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
+from olive.passes.onnx.common import (
+    get_external_data_config,
+    load_without_weights,
+    model_proto_to_olive_model,
+    release_memory,
+    resolve_onnx_path,
+    weights_in,
+)
 from olive.search.search_parameter import Categorical
-from olive_passes_graph._common import carry_over, check_loads, ort_offline_optimize, output_guard
+from olive_passes_graph._common import carry_over, check_loads, ort_offline_optimize_to, output_guard
 from olive_passes_graph.attention_dims import (
     AttentionDims,
     count_attention_blocks,
@@ -40,6 +49,8 @@ _DISABLED_BEFORE_FUSION = [
     "GemmActivationFusion",
     "BiasSoftmaxFusion",
 ]
+# Ops of QDQ graphs, whose QOrdered fusions transpose int8 weights in place (fusion_utils).
+_REWRITE_WEIGHTS_IN_PLACE = {"QuantizeLinear", "DequantizeLinear"}
 _LEVELS = {1: "ORT_ENABLE_BASIC", 2: "ORT_ENABLE_EXTENDED", 99: "ORT_ENABLE_ALL"}
 # Model types fused by onnxruntime's BERT attention fusion, which trusts num_heads/hidden_size as given when
 # the graph's own Reshape shapes are computed at run time: values that contradict the graph are an error.
@@ -170,22 +181,73 @@ class OrtTransformersOptimization(Pass):
     def _run_for_config(
         self, model: ONNXModelHandler, config: BasePassConfig, output_model_path: str
     ) -> ONNXModelHandler:
-        from onnxruntime.transformers.optimizer import MODEL_TYPES, optimize_model
+        from onnxruntime.transformers.optimizer import MODEL_TYPES
 
         owner = self.config_owner()
         model_type = _model_type(config.model_type, model.model_attributes, owner)
         check_loads(model)
+        release_memory()
         opt_level = config.opt_level if config.opt_level is not None else MODEL_TYPES[model_type][2]
-        if opt_level > 0:
-            providers = ["CPUExecutionProvider"]
-            if config.use_gpu:
-                providers = list(dict.fromkeys([self.accelerator_spec.execution_provider, "CPUExecutionProvider"]))
-            disabled = ["ConstantSharing"]
-            if opt_level > 1 and not config.only_onnxruntime:
-                disabled += _DISABLED_BEFORE_FUSION
-            proto = ort_offline_optimize(model.model_path, _LEVELS[opt_level], providers, disabled)
-        else:
-            proto = model.load_model()
+        with output_guard(output_model_path):
+            output = Path(resolve_onnx_path(output_model_path))
+            # The fusions read the weights they combine (Q/K/V into one Attention weight...) one tensor at a
+            # time through numpy_helper, relative to the working directory; every other weight stays in its
+            # file and is copied into the output tensor by tensor.
+            with tempfile.TemporaryDirectory(prefix=".olive-fusion-", dir=output.parent) as tmp:
+                work = Path(tmp)
+                if opt_level > 0:
+                    providers = ["CPUExecutionProvider"]
+                    if config.use_gpu:
+                        providers = list(
+                            dict.fromkeys([self.accelerator_spec.execution_provider, "CPUExecutionProvider"])
+                        )
+                    disabled = ["ConstantSharing"]
+                    if opt_level > 1 and not config.only_onnxruntime:
+                        disabled += _DISABLED_BEFORE_FUSION
+                    source = ort_offline_optimize_to(model.model_path, work, _LEVELS[opt_level], providers, disabled)
+                else:
+                    source = model.model_path
+                proto = load_without_weights(source)
+                weights_dir = Path(source).parent
+                if config.float16 or any(n.op_type in _REWRITE_WEIGHTS_IN_PLACE for n in proto.graph.node):
+                    # The float16 converter, and the fusions of quantized (QDQ) graphs, rewrite weights in
+                    # place in the proto: they need them all loaded.
+                    from onnx.external_data_helper import load_external_data_for_model
+
+                    load_external_data_for_model(proto, str(weights_dir))
+                with weights_in(weights_dir):
+                    optimizer, num_heads, hidden_size, dims, before, blocks = self._fuse(
+                        proto, model, config, model_type, owner
+                    )
+                statistics = _fused_statistics(optimizer)
+                op_types = {node.op_type for node in optimizer.model.graph.node}
+                unfused = _unfused_attention(blocks, op_types, num_heads, hidden_size, dims, owner)
+                _declare_domains(optimizer.model)
+                result = model_proto_to_olive_model(optimizer.model, output_model_path, config, weights_dir=weights_dir)
+            nodes_after = len(optimizer.model.graph.node)
+            del optimizer, proto
+            release_memory()
+            check_loads(result)
+        logger.info("OrtTransformersOptimization: %d -> %d nodes; fused %s", before, nodes_after, statistics)
+        attributes: dict[str, Any] = {
+            "num_heads": num_heads,
+            "hidden_size": hidden_size,
+            "transformer_fusions": statistics,
+        }
+        if unfused is not None:
+            attributes["unfused_attention"] = unfused
+        result = carry_over(model, result, attributes=attributes)
+        if unfused is None:
+            # An earlier run's record does not describe this model.
+            result.model_attributes.pop("unfused_attention", None)
+        return result
+
+    def _fuse(
+        self, proto: onnx.ModelProto, model: ONNXModelHandler, config: BasePassConfig, model_type: str, owner: str
+    ) -> tuple[Any, int, int, AttentionDims | None, int, int]:
+        """onnxruntime's fusions on ``proto``: the optimizer, num_heads, hidden_size, the graph's attention
+        dims, and the node and attention block counts before."""
+        from onnxruntime.transformers.optimizer import optimize_model
 
         num_heads, hidden_size, dims = config.num_heads, config.hidden_size, None
         if not config.only_onnxruntime:
@@ -226,28 +288,7 @@ class OrtTransformersOptimization(Pass):
                 f"onnxruntime's transformer optimizer failed on '{model.model_path}' ({type(exc).__name__}: {exc})",
                 owner=owner,
             ) from exc
-        statistics = _fused_statistics(optimizer)
-        op_types = {node.op_type for node in optimizer.model.graph.node}
-        unfused = _unfused_attention(blocks, op_types, num_heads, hidden_size, dims, owner)
-        _declare_domains(optimizer.model)
-        with output_guard(output_model_path):
-            result = model_proto_to_olive_model(optimizer.model, output_model_path, config)
-            check_loads(result)
-        logger.info(
-            "OrtTransformersOptimization: %d -> %d nodes; fused %s", before, len(optimizer.model.graph.node), statistics
-        )
-        attributes: dict[str, Any] = {
-            "num_heads": num_heads,
-            "hidden_size": hidden_size,
-            "transformer_fusions": statistics,
-        }
-        if unfused is not None:
-            attributes["unfused_attention"] = unfused
-        result = carry_over(model, result, attributes=attributes)
-        if unfused is None:
-            # An earlier run's record does not describe this model.
-            result.model_attributes.pop("unfused_attention", None)
-        return result
+        return optimizer, num_heads, hidden_size, dims, before, blocks
 
 
 def _model_type(configured: str | None, attributes: dict[str, Any] | None, owner: str) -> str:

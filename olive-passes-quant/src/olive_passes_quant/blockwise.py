@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from olive.exceptions import PassParamError
 from olive.logs import onnxruntime_logs
 from olive.passes import Pass, PassConfigParam
-from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
+from olive.passes.onnx.common import (
+    get_external_data_config,
+    load_without_weights,
+    model_proto_to_olive_model,
+    weights_in,
+)
 from olive_passes_quant._checks import warn_unknown_nodes
 from olive_passes_quant._types import AccuracyLevel
 
@@ -91,7 +97,11 @@ class OnnxBlockWiseRtnQuantization(Pass):
         )
 
         owner = self.config_owner()
-        proto = model.load_model()
+        # The quantizer reads each weight it quantizes through numpy_helper (relative to the working
+        # directory), so the graph is loaded without its weights: only the new 4/8-bit blocks are held in
+        # memory, and the weights left alone are copied into the output one at a time.
+        proto = load_without_weights(model)
+        weights_dir = Path(model.model_path).parent
         node_names = [node.name for node in proto.graph.node]
         for param in ("nodes_to_exclude", "nodes_to_include"):
             if config[param]:
@@ -131,9 +141,9 @@ class OnnxBlockWiseRtnQuantization(Pass):
                 op_types_to_quantize=("MatMul",),
             ),
         )
-        with onnxruntime_logs(logger):
+        with weights_in(weights_dir), onnxruntime_logs(logger):
             quantizer.process()
-        return model_proto_to_olive_model(quantizer.model.model, output_model_path, config)
+        return model_proto_to_olive_model(quantizer.model.model, output_model_path, config, weights_dir=weights_dir)
 
 
 def _quantizable_matmuls(proto: onnx.ModelProto) -> dict[str, int]:

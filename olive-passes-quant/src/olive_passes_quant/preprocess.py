@@ -6,7 +6,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from olive.exceptions import PassRunError
+from olive.exceptions import OliveError, PassRunError
 from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
 
@@ -59,6 +59,8 @@ class OnnxQuantizationPreprocess(Pass):
                     skip_onnx_shape=config.skip_onnx_shape,
                     skip_symbolic_shape=config.skip_symbolic_shape,
                 )
+            except OliveError:
+                raise
             except Exception as exc:
                 raise PassRunError(
                     f"quant_pre_process failed on '{model.model_path}': {exc}; try skip_optimization=true or "

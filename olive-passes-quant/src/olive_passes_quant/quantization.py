@@ -15,7 +15,7 @@ from olive.config_errors import param_in_range
 from olive.exceptions import PassParamError, PassRunError
 from olive.logs import onnxruntime_logs
 from olive.passes import Pass, PassConfigParam
-from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
+from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model, release_memory
 from olive.search.search_parameter import Categorical
 from olive_passes_quant._calibration import calibration_reader
 from olive_passes_quant._checks import (
@@ -25,6 +25,7 @@ from olive_passes_quant._checks import (
     quantizable_op_types,
     warn_unknown_nodes,
 )
+from olive_passes_quant._lean import calibrate_first, reload_without_copy
 from olive_passes_quant._legacy import translate_legacy_params
 from olive_passes_quant._params import (
     EXTRA_OPTION_PARAMS,
@@ -195,7 +196,10 @@ class OnnxQuantization(Pass):
         if is_static and quant_format == QuantFormat.QOPERATOR and applied(config, "activation_type") == Precision.INT8:
             logger.warning("%s: QOperator with int8 activations is slow on x86-64 CPUs; QDQ is faster", owner)
 
+        del proto
         input_path = self._preprocess(model) if config.quant_preprocess else model.model_path
+        # Each step below loads the model anew; freed memory goes back first, so their peaks do not add up.
+        release_memory()
         with tempfile.TemporaryDirectory(prefix="olive-quant-") as tmp, onnxruntime_logs(logger):
             tmp_output = Path(tmp) / "model.onnx"
             try:
@@ -213,20 +217,22 @@ class OnnxQuantization(Pass):
                 else:
                     from onnxruntime.quantization import quantize_dynamic
 
-                    quantize_dynamic(
-                        input_path,
-                        tmp_output,
-                        op_types_to_quantize=op_types_to_quantize,
-                        per_channel=config.per_channel,
-                        reduce_range=config.reduce_range,
-                        weight_type=precision.to_quant_type(),
-                        nodes_to_quantize=config.nodes_to_quantize,
-                        nodes_to_exclude=nodes_to_exclude,
-                        use_external_data_format=True,
-                        extra_options=extra_options,
-                    )
+                    with reload_without_copy():
+                        quantize_dynamic(
+                            input_path,
+                            tmp_output,
+                            op_types_to_quantize=op_types_to_quantize,
+                            per_channel=config.per_channel,
+                            reduce_range=config.reduce_range,
+                            weight_type=precision.to_quant_type(),
+                            nodes_to_quantize=config.nodes_to_quantize,
+                            nodes_to_exclude=nodes_to_exclude,
+                            use_external_data_format=True,
+                            extra_options=extra_options,
+                        )
             except (ValueError, RuntimeError, AttributeError) as exc:
                 raise PassRunError(f"onnxruntime could not quantize '{model.model_path}': {exc}", owner=owner) from exc
+            release_memory()
             quantized = onnx.load(str(tmp_output))
         return model_proto_to_olive_model(quantized, output_model_path, config)
 
@@ -276,6 +282,11 @@ class OnnxQuantization(Pass):
         kwargs: dict[str, Any] = {}
         if providers:
             kwargs["calibration_providers"] = providers
+        cache = calibrate_first(
+            input_path, output_path.parent, reader, calibrate_method, op_types_to_quantize, extra_options, providers
+        )
+        if cache is not None:
+            kwargs["calibration_cache_path"] = str(cache)
         quantize_static(
             input_path,
             output_path,

@@ -25,6 +25,8 @@ from olive.model.handler import ONNXModelHandler
 
 __all__ = [
     "bert_like_model",
+    "bert_like_model_files",
+    "bert_like_weight_bytes",
     "conv_model",
     "mlp_model",
     "output_cosine",
@@ -55,8 +57,11 @@ class _GraphBuilder:
         self.initializers: list[onnx.TensorProto] = []
 
     def const(self, name: str, value: Any, dtype: Any = np.float32) -> str:
-        self.initializers.append(numpy_helper.from_array(np.asarray(value, dtype=dtype), name))
+        self.initializers.append(self._tensor(name, np.asarray(value, dtype=dtype)))
         return name
+
+    def _tensor(self, name: str, array: np.ndarray) -> onnx.TensorProto:
+        return numpy_helper.from_array(array, name)
 
     def weight(self, name: str, shape: Sequence[int], std: float) -> str:
         return self.const(name, self.rng.standard_normal(shape) * std)
@@ -82,6 +87,36 @@ class _GraphBuilder:
         model.ir_version = IR_VERSION
         onnx.checker.check_model(model)
         return model
+
+
+class _ExternalDataGraphBuilder(_GraphBuilder):
+    """A builder that writes each tensor of ``size_threshold`` bytes or more straight to a data file.
+
+    Only the graph (names, shapes, file offsets) stays in memory, so a model of any size is built with
+    about one weight matrix held at a time.
+    """
+
+    # Page-aligned offsets, as onnx's own writer uses, so readers may map tensors from the file.
+    _ALIGNMENT = 4096
+
+    def __init__(self, seed: int, data_file: Any, location: str, size_threshold: int):
+        super().__init__(seed)
+        self._file = data_file
+        self._location = location
+        self._size_threshold = size_threshold
+
+    def _tensor(self, name: str, array: np.ndarray) -> onnx.TensorProto:
+        if array.nbytes < self._size_threshold:
+            return super()._tensor(name, array)
+        offset = -self._file.tell() % self._ALIGNMENT + self._file.tell()
+        self._file.seek(offset)
+        # ONNX stores raw data little-endian.
+        self._file.write(np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes())
+        tensor = onnx.TensorProto(name=name, dims=array.shape, data_type=helper.np_dtype_to_tensor_dtype(array.dtype))
+        tensor.data_location = onnx.TensorProto.EXTERNAL
+        for key, value in (("location", self._location), ("offset", offset), ("length", array.nbytes)):
+            tensor.external_data.add(key=key, value=str(value))
+        return tensor
 
 
 def mlp_model(seed: int = 0, in_features: int = 16, hidden: int = 32, out_features: int = 8) -> onnx.ModelProto:
@@ -161,12 +196,86 @@ def bert_like_model(
         (default ``quantize_dynamic``: mean output cosine about 0.97 against above 0.999 with that
         node excluded).
     """
+    _check_bert_like_args(num_layers, hidden_size, num_heads, plant_outlier_layer)
+    g = _GraphBuilder(seed)
+    inputs, outputs = _build_bert_like(
+        g, num_layers, hidden_size, num_heads, intermediate_size, vocab_size, max_seq_len, plant_outlier_layer
+    )
+    return g.model("tiny_bert", inputs, outputs)
+
+
+def bert_like_model_files(
+    directory: str | Path,
+    seed: int = 0,
+    num_layers: int = 2,
+    hidden_size: int = 64,
+    num_heads: int = 4,
+    intermediate_size: int | None = None,
+    vocab_size: int = 100,
+    max_seq_len: int = 128,
+    file_name: str = "model.onnx",
+    size_threshold: int = 1024,
+) -> ONNXModelHandler:
+    """:func:`bert_like_model` written to ``directory`` with its weights in external data, at any size.
+
+    Weights are generated one tensor at a time and written straight to ``<file_name>.data`` (tensors of
+    ``size_threshold`` bytes or more; 0 puts every tensor there), so a model past protobuf's 2 GB limit
+    is built in the memory of its largest weight. With the same arguments the weights equal those of
+    :func:`bert_like_model` (``intermediate_size`` defaults to ``4 * hidden_size`` here, as in BERT).
+    :func:`bert_like_weight_bytes` gives the data file's size for choosing ``num_layers``.
+    """
+    intermediate_size = intermediate_size or 4 * hidden_size
+    _check_bert_like_args(num_layers, hidden_size, num_heads, None)
+    path = Path(directory) / file_name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    location = f"{file_name}.data"
+    with (path.parent / location).open("wb") as data:
+        g = _ExternalDataGraphBuilder(seed, data, location, size_threshold)
+        inputs, outputs = _build_bert_like(
+            g, num_layers, hidden_size, num_heads, intermediate_size, vocab_size, max_seq_len, None
+        )
+        graph = helper.make_graph(g.nodes, "bert_like", inputs, outputs, g.initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="olive.testing")
+    model.ir_version = IR_VERSION
+    onnx.save_model(model, str(path))
+    # The path form checks the external data files too, and works past 2 GB.
+    onnx.checker.check_model(str(path))
+    return ONNXModelHandler(model_path=str(path))
+
+
+def bert_like_weight_bytes(
+    num_layers: int,
+    hidden_size: int,
+    intermediate_size: int | None = None,
+    vocab_size: int = 100,
+    max_seq_len: int = 128,
+) -> int:
+    """Bytes of float32 weights in a :func:`bert_like_model_files` model (its data file, less alignment)."""
+    h, i = hidden_size, intermediate_size or 4 * hidden_size
+    embeddings = (vocab_size + max_seq_len + 2) * h + 2 * h
+    per_layer = 4 * (h * h + h) + (h * i + i) + (i * h + h) + 4 * h
+    return 4 * (embeddings + num_layers * per_layer)
+
+
+def _check_bert_like_args(num_layers: int, hidden_size: int, num_heads: int, plant_outlier_layer: int | None) -> None:
     if hidden_size % num_heads:
         raise ValueError(f"hidden_size ({hidden_size}) must be a multiple of num_heads ({num_heads})")
     if plant_outlier_layer is not None and not 0 <= plant_outlier_layer < num_layers:
         raise ValueError(f"plant_outlier_layer must be in [0, {num_layers}), got {plant_outlier_layer}")
+
+
+def _build_bert_like(
+    g: _GraphBuilder,
+    num_layers: int,
+    hidden_size: int,
+    num_heads: int,
+    intermediate_size: int,
+    vocab_size: int,
+    max_seq_len: int,
+    plant_outlier_layer: int | None,
+) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
+    """Add the encoder of :func:`bert_like_model` to ``g``; returns the graph's inputs and outputs."""
     head_dim = hidden_size // num_heads
-    g = _GraphBuilder(seed)
 
     # Embeddings: word + token type, then + position (sliced to the sequence length), then LayerNorm.
     word = g.weight("embeddings.word_embeddings.weight", (vocab_size, hidden_size), 1.0)
@@ -233,8 +342,7 @@ def bert_like_model(
         x = _layer_norm(g, h, f"{p}.ffn.LayerNorm", hidden_size, output="last_hidden_state" if last else None)
 
     ids = ["batch", "sequence"]
-    return g.model(
-        "tiny_bert",
+    return (
         [
             helper.make_tensor_value_info("input_ids", TensorProto.INT64, ids),
             helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ids),
