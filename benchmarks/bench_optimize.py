@@ -42,6 +42,7 @@ from measuring import SESSION_SETTINGS, embeddings  # noqa: E402
 DEFAULT_WORK_DIR = HERE / "minilm" / ".work"
 NUM_SENTENCES = 32
 KEEP_MEAN, KEEP_MIN = 0.99, 0.97
+CONTROL = "onnxruntime int8, another session (control)"
 
 
 def olive(*args: str, cwd: Path) -> tuple[subprocess.CompletedProcess, float]:
@@ -121,9 +122,7 @@ def judge(models: dict[str, Path], export_dir: Path, runs: int, warmup: int, rep
         rows[name] = {
             "cosine_mean": float(cos.mean()),
             "cosine_min": float(cos.min()),
-            "size_mb": sum(p.stat().st_size for p in path.parent.iterdir() if p.is_file()) / 1e6
-            if name != "fp32"
-            else path.stat().st_size / 1e6,
+            "size_mb": ONNXModelHandler(str(path)).size_on_disk / 1e6,
             "ratio_to_fp32": [],
             "ratio_to_ort_int8": [],
             "p50_ms": [],
@@ -195,7 +194,10 @@ def table(result: dict) -> str:
         )
     chosen = result["rows"]["olive optimize (defaults)"]
     held = chosen["cosine_mean"] >= KEEP_MEAN and chosen["cosine_min"] >= KEEP_MIN
-    fast = sorted(chosen["ratio_to_ort_int8"])[len(chosen["ratio_to_ort_int8"]) // 2] <= 1.0
+    # At least as fast: the median ratio no further above 1 than two identical models measure apart here.
+    spread = max(abs(r - 1.0) for r in result["rows"][CONTROL]["ratio_to_ort_int8"])
+    chosen_ratio = sorted(chosen["ratio_to_ort_int8"])[len(chosen["ratio_to_ort_int8"]) // 2]
+    fast = chosen_ratio <= 1.0 + spread
     run = result["optimize"]
     lines += [
         "",
@@ -204,8 +206,9 @@ def table(result: dict) -> str:
         f"{len(run['fp32_nodes'] or [])} node(s) kept in fp32; {run['cold_s']:.1f} s into an empty cache, "
         f"{run['cached_s']:.1f} s from the cache.",
         f"Bar (>= {KEEP_MEAN} mean and >= {KEEP_MIN} worst held out, at most onnxruntime int8's latency): "
-        f"{'met' if held and fast else 'NOT met'} (accuracy {'met' if held else 'missed'}, latency "
-        f"{'met' if fast else 'missed'}).",
+        f"{'met' if held and fast else 'NOT met'} (accuracy {'met' if held else 'missed'}; latency "
+        f"{'met' if fast else 'missed'}: {chosen_ratio:.2f}x, and the same onnxruntime model in a second session "
+        f"measures up to {spread:.2f} away from 1.00x).",
     ]
     if "quickstart" in result:
         qs = result["quickstart"]
@@ -253,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     models = {
         "fp32": model,
         "onnxruntime int8": ort_default_int8(model, bench_dir / "ort-int8"),
+        # The same file in a session of its own: how far two identical models' ratio strays from 1 here.
+        CONTROL: bench_dir / "ort-int8" / "model.onnx",
         "olive optimize (defaults)": bench_dir / "out" / "model.onnx",
     }
     print("judging on the held-out sentences", flush=True)

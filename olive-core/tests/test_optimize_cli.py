@@ -164,3 +164,12 @@ def test_quantize_refuses_what_only_optimize_does(bert) -> None:
     model, _ = bert
     assert "nothing to do" in one_line_error(invoke("quantize", "-m", str(model), "--precision", "fp32"))
     assert "supports 'rtn'" in one_line_error(invoke("quantize", "-m", str(model), "--algorithm", "awq"))
+
+
+def test_a_hugging_face_folder_without_its_plugin_names_the_distribution(tmp_path) -> None:
+    from olive.model.types import new_model_type_registry, use_model_type_registry
+
+    (tmp_path / "config.json").write_text('{"model_type": "bert"}')
+    with use_model_type_registry(new_model_type_registry(entry_points=False)):
+        line = one_line_error(invoke("optimize", str(tmp_path), "--dry-run"))
+    assert line.startswith("Error: MODEL: ") and "olive-passes-torch" in line and "pip install" in line

@@ -55,7 +55,7 @@ def test_a_hugging_face_folder_with_text_data_is_converted_fused_and_quantized(o
     result, out = optimized
     assert result.exit_code == 0, result.output
     assert "Model:  HfModel transformer; task feature-extraction" in result.stdout
-    assert "convert (OnnxConversion) > fuse (OrtTransformersOptimization) > quantize" in result.stdout
+    assert "convert (OnnxConversion) > quantize (OnnxAccuracyGuardedQuantization)" in result.stdout
     assert "(against the input model as converted to ONNX)" in result.stdout
     footprint = json.loads((out / "footprint.json").read_text())
     nodes = {n["pass_key"]: n for n in footprint["nodes"] if n["pass_key"]}

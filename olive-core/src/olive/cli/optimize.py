@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import click
 
 from olive.exceptions import OliveError, PassConfigError, WorkflowConfigError
@@ -248,8 +249,6 @@ def _main(quantize_only: bool, output_default: str, params: dict[str, Any]) -> N
     facts = read_model_facts(model, options.task)
     installed, providers = installed_now(options.providers, options.device)
     if providers != options.providers:
-        import attrs
-
         options = attrs.evolve(options, providers=providers)
     source = data_source(options.data, facts, installed.data_containers, options.tokenizer)
     recipe = build_workflow(facts, options, installed, source)

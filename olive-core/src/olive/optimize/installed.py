@@ -11,7 +11,7 @@ import importlib.util
 
 from olive.data.containers import container_registry
 from olive.exceptions import PluginLoadError, WorkflowConfigError
-from olive.execution_providers.registry import adapter_for, ep_adapter_registry
+from olive.execution_providers.registry import adapter_for, ep_adapter_registry, list_providers
 from olive.optimize.recipe import Installed
 from olive.plugins.registry import get_registry
 
@@ -75,8 +75,6 @@ def installed_now(providers: tuple[str, ...], device: str) -> tuple[Installed, t
 
 
 def _all_providers(device: str) -> list[str]:
-    from olive.execution_providers.registry import list_providers
-
     names = ["CPUExecutionProvider"] if device == "cpu" else []
     for status in list_providers():
         if status.kind != "plugin" or status.status != "ok":

@@ -12,9 +12,10 @@ that searched, say, the calibration method too would quietly triple). The search
 - **Convert** first when the input is not ONNX (the pass that takes its model type, ``OnnxConversion`` for a
   Hugging Face folder).
 - **Fuse** a transformer's attention, layer norms and GELU (``OrtTransformersOptimization``; heads and
-  hidden size are inferred from the graph), searched against the unfused graph (``only_onnxruntime``): which is
-  faster depends on the precision and the CPU. ``--fusion`` fuses without the alternative; ``olive quantize``
-  and ``--no-fusion`` leave the graph alone.
+  hidden size are inferred from the graph) for fp32, fp16 and int4, searched against the unfused graph
+  (``only_onnxruntime``): which is faster depends on the precision and the hardware. Not for int8 (the fused
+  quantized graph measured slower) nor for plugin providers. ``--fusion`` fuses, without the alternative;
+  ``olive quantize`` and ``--no-fusion`` leave the graph alone.
 - **Quantize** for the precision: int8 with data is ``OnnxAccuracyGuardedQuantization`` (dynamic int8,
   per-channel weights, embeddings quantized, the nodes that cost agreement most kept in float until the keeps
   hold on the data); without data, ``OnnxDynamicQuantization``; ``--act_precision``/``--use_qdq_format`` make
@@ -68,6 +69,7 @@ LATENCY_REPEAT = 200
 LATENCY_WARMUP = 10
 #: at most this many nodes stay float in a guarded model (the guard's own default, 6, and each costs speed)
 MAX_FP32_NODES = 6
+INT8_PRECISIONS = ("int8", "uint8")
 
 
 @attrs.frozen
@@ -92,26 +94,17 @@ class Recipe:
 
     workflow: dict[str, Any]
     keeps: tuple[Keep, ...]
+    #: the latency ratio to the input model the chosen model must stay within (None: the fastest)
+    latency_budget: float | None = None
     notes: tuple[str, ...] = ()
     synthetic: bool = False
 
     @property
     def objective(self) -> str:
-        budget = self.latency_budget
-        if budget is None:
-            return "the fastest model that keeps " + " and ".join(str(k) for k in self.keeps)
-        return f"the model that agrees best within {budget:g}x the input's latency, keeping " + " and ".join(
-            str(k) for k in self.keeps
-        )
-
-    @property
-    def latency_budget(self) -> float | None:
-        for metric in self.workflow["evaluators"][EVALUATOR]["metrics"]:
-            if metric["type"] == "latency":
-                for sub in metric["sub_types"]:
-                    if sub["name"] == "ratio_p50" and "goal" in sub:
-                        return float(sub["goal"]["value"])
-        return None
+        kept = " and ".join(str(k) for k in self.keeps)
+        if self.latency_budget is None:
+            return f"the fastest model that keeps {kept}"
+        return f"the model that agrees best within {self.latency_budget:g}x the input's latency, keeping {kept}"
 
 
 def default_keeps(facts: ModelFacts) -> tuple[Keep, ...]:
@@ -150,8 +143,8 @@ def build_workflow(facts: ModelFacts, options: OptimizeOptions, installed: Insta
                 owner="MODEL",
             )
         passes["convert"] = {"type": converter, **({"data_config": DATA_NAME} if not data.synthetic else {})}
-    _add_fusion(passes, facts, options, installed, notes)
     precision = _precision(options, facts, data)
+    _add_fusion(passes, facts, options, installed, precision, notes)
     _add_quantization(passes, precision, facts, options, installed, data, keeps, notes)
     if not passes or list(passes) == ["convert"]:
         raise WorkflowConfigError(
@@ -189,7 +182,7 @@ def build_workflow(facts: ModelFacts, options: OptimizeOptions, installed: Insta
     config = data_config(data, options.max_samples, options.batch_size, _max_length(facts, options, data))
     if config is not None:
         workflow["data_configs"].append(config)
-    return Recipe(workflow, tuple(keeps), tuple(notes), data.synthetic)
+    return Recipe(workflow, tuple(keeps), options.latency_budget, tuple(notes), data.synthetic)
 
 
 def _max_length(facts: ModelFacts, options: OptimizeOptions, data: DataSource) -> int:
@@ -218,13 +211,30 @@ def _missing(pass_name: str, installed: Installed) -> bool:
 
 
 def _add_fusion(
-    passes: dict[str, Any], facts: ModelFacts, options: OptimizeOptions, installed: Installed, notes: list[str]
+    passes: dict[str, Any],
+    facts: ModelFacts,
+    options: OptimizeOptions,
+    installed: Installed,
+    precision: str,
+    notes: list[str],
 ) -> None:
     name = "OrtTransformersOptimization"
     if options.quantize_only or options.fusion is False:
         return
-    if options.fusion is None and not facts.transformer:
-        return
+    if options.fusion is None:
+        if not facts.transformer:
+            return
+        if precision in INT8_PRECISIONS:
+            # Measured, not assumed (benchmarks/bench_optimize.py, all-MiniLM-L6-v2, onnxruntime 1.32): with int8
+            # weights the fused graph (QAttention) ran 7-17% slower than the unfused one in every paired timing,
+            # and a search between the two picked either on a busy machine, where their ratios to the input
+            # model drift apart by as much.
+            notes.append("no transformer fusion: with int8 weights the unfused graph ran faster (--fusion adds it)")
+            return
+        if any(p in installed.plugin_providers for p in options.providers):
+            # onnxruntime's fused ops are its own contrib ops, which a plugin provider leaves to the CPU.
+            notes.append("no transformer fusion: a plugin provider runs onnxruntime's fused ops on the CPU")
+            return
     if facts.fused:
         notes.append(f"'{facts.path.name}' is fused already (it holds onnxruntime's attention ops): no fusion")
         return
@@ -242,9 +252,9 @@ def _add_fusion(
         # BERT fusions cover encoders (BERT, RoBERTa, MiniLM, DistilBERT...); heads and width come from the graph.
         fuse["model_type"] = "bert"
     if options.fusion is None:
-        # Fused or not is measured, not assumed: with int8 weights the fused graph (QAttention) ran 5-13% slower
-        # than the unfused one on all-MiniLM-L6-v2 here (benchmarks/bench_optimize.py). only_onnxruntime keeps
-        # onnxruntime's basic graph optimization alone: the graph as a session would see it anyway.
+        # Fused or not is measured by the search: which is faster depends on the precision and the hardware (in
+        # fp32 on the CPU here the fused MiniLM was no faster). only_onnxruntime keeps onnxruntime's basic graph
+        # optimization alone: the graph as a session would see it anyway.
         fuse["only_onnxruntime"] = {
             "olive_parameter_type": "SearchParameter",
             "type": "Categorical",
