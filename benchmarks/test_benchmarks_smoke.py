@@ -108,3 +108,20 @@ def _load(script: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def test_optimize_benchmark_judges_the_chosen_model_against_onnxruntimes_int8(tmp_path):
+    _run("bench_optimize.py", "--json", str(tmp_path / "optimize.json"))
+    result = json.loads((tmp_path / "optimize.json").read_text())
+    assert set(result["rows"]) == {
+        "fp32",
+        "onnxruntime int8",
+        "onnxruntime int8, another session (control)",
+        "olive optimize (defaults)",
+    }
+    for row in result["rows"].values():
+        assert 0 < row["cosine_min"] <= row["cosine_mean"] <= 1.0 + 1e-6
+        assert row["ratio_to_ort_int8"] and all(r > 0 for r in row["ratio_to_ort_int8"])
+    assert result["rows"]["onnxruntime int8"]["ratio_to_ort_int8"] == [1.0]
+    assert result["optimize"]["candidates"] >= 1 and result["optimize"]["cold_s"] > 0
+    assert result["quickstart"]["cold_s"] > 0 and result["quickstart"]["cosine_min"] > 0

@@ -25,7 +25,16 @@ def startup_venv(tmp_path_factory) -> Venv:
 
 @pytest.mark.parametrize(
     "args",
-    [["--help"], ["passes"], ["passes", "--json"], ["--version"], ["plugins", "--requirements"], ["run", "--help"]],
+    [
+        ["--help"],
+        ["passes"],
+        ["passes", "--json"],
+        ["--version"],
+        ["plugins", "--requirements"],
+        ["run", "--help"],
+        ["optimize", "--help"],
+        ["quantize", "--help"],
+    ],
     ids=" ".join,
 )
 def test_cli_imports_no_pass_module_and_nothing_heavy(startup_venv, args):

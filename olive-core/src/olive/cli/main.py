@@ -18,6 +18,14 @@ from olive.exceptions import OliveError, PassConfigError, PluginLoadError, Workf
 
 #: name -> ("module:attribute", one-line help shown by ``olive --help``)
 COMMANDS: dict[str, tuple[str, str]] = {
+    "optimize": (
+        "olive.cli.optimize:optimize_command",
+        "Optimize a model (ONNX or Hugging Face folder) into the fastest model that keeps its outputs.",
+    ),
+    "quantize": (
+        "olive.cli.optimize:quantize_command",
+        "Quantize a model (Microsoft Olive's flags; no graph rewrites).",
+    ),
     "run": ("olive.cli.run:run_command", "Run a workflow config (JSON or YAML)."),
     "run-pass": ("olive.cli.run_pass:run_pass_command", "Run one pass on a model."),
     "passes": ("olive.cli.passes:passes_command", "List installed passes, or show one pass's config."),

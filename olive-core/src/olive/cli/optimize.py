@@ -1,0 +1,394 @@
+"""``olive optimize MODEL`` and ``olive quantize``: build a workflow for the model, run it, say what it chose.
+
+Microsoft Olive 0.13's flag names are accepted as aliases (``-m/--model_name_or_path``, ``-o/--output_path``,
+``-d/--data_name``, ``--dry_run``, ``--act_precision``...). The workflow is built by
+:func:`olive.optimize.recipe.build_workflow`; this module parses, prints and runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import click
+
+from olive.exceptions import OliveError, PassConfigError, WorkflowConfigError
+from olive.optimize.data import data_source
+from olive.optimize.facts import read_model_facts
+from olive.optimize.keep import parse_keep
+from olive.optimize.options import DEFAULT_MAX_SAMPLES, OptimizeOptions, parse_dims, parse_latency_budget
+from olive.optimize.recipe import Recipe, build_workflow
+
+WORKFLOW_FILE = "optimize_workflow.json"
+EXIT_FAILED, EXIT_CONFIG = 1, 2
+
+
+class _OneLineErrors(click.Command):
+    """A flag click cannot parse is one line (and exit code 2), like every other error of the command."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any):
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.UsageError as exc:
+            message = " ".join(exc.format_message().split()).rstrip(".")
+            click.echo(f"Error: {message}; see 'olive {self.name} --help'", err=True)
+            sys.exit(EXIT_CONFIG)
+
+
+def _options(function: Any) -> Any:
+    """The options ``optimize`` and ``quantize`` share (ours first, Microsoft Olive's spelling as an alias)."""
+    decorators = [
+        click.argument("model", required=False),
+        click.option(
+            "-m", "--model_name_or_path", "model_option", default=None, help="The model (instead of the argument)."
+        ),
+        click.option(
+            "--data",
+            "-d",
+            "--data_name",
+            "data",
+            default=None,
+            type=click.Path(path_type=Path),
+            help="Samples like those the model serves: an .npz of arrays keyed by input name, or a text file "
+            "(.txt one per line, .jsonl...) when the model has a tokenizer. Without it, synthetic inputs.",
+        ),
+        click.option(
+            "--keep",
+            "keeps",
+            multiple=True,
+            help="What the chosen model must keep, 'metric op value', repeatable: cosine_mean, cosine_min (worst "
+            "sample), max_abs_diff, top1. Default: cosine_min>=0.97 and cosine_mean>=0.99; top1>=0.99 for class "
+            "scores.",
+        ),
+        click.option(
+            "--latency-budget",
+            "--latency_budget",
+            "latency_budget",
+            default="fastest",
+            show_default=True,
+            help="'fastest', or a ratio to the input's median latency (0.6): then the model that agrees best "
+            "within it.",
+        ),
+        click.option(
+            "--precision",
+            default=None,
+            help="auto, int8, uint8, int4, fp16 or fp32 (graph rewrites only). Default: auto for optimize, int8 "
+            "for quantize.",
+        ),
+        click.option(
+            "--act_precision",
+            "--act-precision",
+            "act_precision",
+            default=None,
+            help="Quantize activations too (static quantization calibrated on --data): int8 (with "
+            "--use_qdq_format) or uint8.",
+        ),
+        click.option(
+            "--use_qdq_format",
+            "--use-qdq-format",
+            "--use_qdq_encoding",
+            "use_qdq_format",
+            is_flag=True,
+            help="Static quantization in the QDQ format (QuantizeLinear/DequantizeLinear pairs).",
+        ),
+        click.option(
+            "--block_size", "--block-size", "block_size", type=int, default=None, help="int4 block size (default 32)."
+        ),
+        click.option(
+            "--algorithm", default="rtn", show_default=True, help="Quantization algorithm: rtn (round to nearest)."
+        ),
+        click.option("--implementation", default=None, help="Quantizer implementation: ort (onnxruntime's)."),
+        click.option(
+            "--provider",
+            "providers",
+            multiple=True,
+            help="Execution provider to optimize for, repeatable (each is searched); a plugin provider's "
+            "options are searched too; 'all': every installed one offering the device. Default: the CPU provider.",
+        ),
+        click.option("--device", default="cpu", show_default=True, help="cpu, gpu or npu."),
+        click.option(
+            "--max-time", "--max_time", "max_time", type=float, default=None, help="Stop searching after this many s."
+        ),
+        click.option(
+            "--max_samples",
+            "--max-samples",
+            "max_samples",
+            type=int,
+            default=DEFAULT_MAX_SAMPLES,
+            show_default=True,
+            help="Use at most this many samples of --data.",
+        ),
+        click.option(
+            "--batch_size",
+            "--batch-size",
+            "batch_size",
+            type=int,
+            default=1,
+            show_default=True,
+            help="Samples per run when measuring (1: as a service at batch 1 runs them, each at its real length).",
+        ),
+        click.option(
+            "--max-length",
+            "--max_seq_len",
+            "max_length",
+            type=int,
+            default=None,
+            help="Text data: tokens per sample (padded; latency is timed at this length). Default: 128, or the "
+            "model's longest input when shorter.",
+        ),
+        click.option(
+            "--dim_param", "--dim-param", "dim_param", default=None, help="Free dimension names, comma separated."
+        ),
+        click.option(
+            "--dim_value", "--dim-value", "dim_value", default=None, help="Their sizes for synthetic inputs (1,128)."
+        ),
+        click.option("--task", "-t", default=None, help="Task of a Hugging Face model folder."),
+        click.option(
+            "--tokenizer",
+            default=None,
+            type=click.Path(path_type=Path),
+            help="Tokenizer folder for text --data when the model has none beside it.",
+        ),
+        click.option(
+            "--fusion/--no-fusion",
+            default=None,
+            help="Transformer fusion (default: when the model is a transformer; never for quantize).",
+        ),
+        click.option(
+            "--cache-dir",
+            "cache_dir",
+            default=".olive-cache",
+            show_default=True,
+            type=click.Path(file_okay=False, path_type=Path),
+            help="Cache folder (reruns reuse it).",
+        ),
+        click.option(
+            "--dry-run",
+            "--dry_run",
+            "dry_run",
+            is_flag=True,
+            help="Print the workflow and the size of its search; run nothing, write nothing.",
+        ),
+        click.option(
+            "--save_config_file",
+            "--save-config",
+            "save_config",
+            is_flag=True,
+            help=f"Write the workflow ({WORKFLOW_FILE}) into the output folder; run nothing.",
+        ),
+        click.option("--verbose", "-v", is_flag=True, help="Olive's log messages and tracebacks of errors."),
+    ]
+    for decorator in reversed(decorators):
+        function = decorator(function)
+    return function
+
+
+def _run(quantize_only: bool, output_default: str, params: dict[str, Any]) -> None:
+    verbose = params["verbose"]
+    try:
+        _main(quantize_only, output_default, params)
+    except (PassConfigError, WorkflowConfigError) as exc:
+        _fail(exc, EXIT_CONFIG, verbose)
+    except OliveError as exc:
+        _fail(exc, EXIT_FAILED, verbose)
+    except KeyboardInterrupt:
+        click.echo("Error: interrupted; finished pass runs are cached and reused by the next run", err=True)
+        sys.exit(130)
+
+
+def _fail(exc: BaseException, code: int, verbose: bool) -> None:
+    if verbose:
+        import traceback
+
+        traceback.print_exception(exc, file=sys.stderr)
+    click.echo(f"Error: {' '.join(str(exc).split())}", err=True)
+    sys.exit(code)
+
+
+def _main(quantize_only: bool, output_default: str, params: dict[str, Any]) -> None:
+    from olive.cli.run import _logging, _print_dry_run, _print_summary
+    from olive.engine.output_writer import claim_files, foreign_files, refuse_foreign
+    from olive.optimize.installed import installed_now, installed_plugin_providers
+    from olive.optimize.summary import closest_miss, comparison_lines
+    from olive.workflows.run import execute, prepare
+
+    start = time.perf_counter()
+    model = _model_argument(params["model"], params["model_option"])
+    output_dir = Path(params["output"] or output_default).expanduser().absolute()
+    options = OptimizeOptions(
+        output_dir=output_dir,
+        cache_dir=params["cache_dir"].expanduser().absolute(),
+        keeps=tuple(parse_keep(k) for k in params["keeps"]),
+        latency_budget=parse_latency_budget(params["latency_budget"]),
+        precision=(params["precision"] or ("int8" if quantize_only else "auto")).strip().lower(),
+        act_precision=params["act_precision"].strip().lower() if params["act_precision"] else None,
+        use_qdq_format=params["use_qdq_format"],
+        block_size=params["block_size"],
+        algorithm=params["algorithm"],
+        implementation=params["implementation"],
+        providers=tuple(params["providers"]),
+        device=params["device"].strip().lower(),
+        max_time=params["max_time"],
+        data=params["data"],
+        tokenizer=params["tokenizer"],
+        max_samples=params["max_samples"],
+        batch_size=params["batch_size"],
+        max_length=params["max_length"],
+        dim_values=parse_dims(params["dim_param"], params["dim_value"]),
+        fusion=params["fusion"],
+        task=params["task"],
+        quantize_only=quantize_only,
+    )
+    facts = read_model_facts(model, options.task)
+    installed, providers = installed_now(options.providers, options.device)
+    if providers != options.providers:
+        options = attrs.evolve(options, providers=providers)
+    source = data_source(options.data, facts, installed.data_containers, options.tokenizer)
+    recipe = build_workflow(facts, options, installed, source)
+    workflow_path = output_dir / WORKFLOW_FILE
+
+    with _logging(verbose=params["verbose"]):
+        prepared = _prepare(prepare, recipe)
+        _print_plan(facts.describe(), recipe, prepared.total_size(), options, installed_plugin_providers())
+        if params["dry_run"]:
+            click.echo(json.dumps(recipe.workflow, indent=2))
+            _print_dry_run(prepared)
+            return
+        if output_dir.is_dir():
+            refuse_foreign(output_dir, foreign_files(output_dir, [WORKFLOW_FILE]), WorkflowConfigError)
+        try:
+            output_dir.mkdir(parents=True, exist_ok=True)
+            claim_files(output_dir, [WORKFLOW_FILE])
+            _write_text(workflow_path, json.dumps(recipe.workflow, indent=2) + "\n")
+        except OSError as exc:
+            raise WorkflowConfigError(
+                f"cannot write into '{output_dir}' ({exc.strerror or exc})", owner="--output"
+            ) from exc
+        if params["save_config"]:
+            click.echo(f"Wrote {workflow_path}; run it with: olive run {workflow_path}")
+            return
+        with _quiet_library_logs(params["verbose"]):
+            output = execute(prepared, show_progress=True)
+    _print_summary(output)
+    if output.best is None:
+        click.echo(f"Workflow: {workflow_path} (edit it and rerun with olive run; finished runs are cached)")
+        click.echo(f"Error: {closest_miss(output, recipe.keeps, recipe.latency_budget)}", err=True)
+        sys.exit(EXIT_FAILED)
+    click.echo("Chosen model, against the input model:")
+    for line in comparison_lines(output, recipe.keeps):
+        click.echo(f"  {line}")
+    if recipe.synthetic:
+        click.echo("  (agreement on synthetic inputs; give --data to judge it on real samples)")
+    click.echo(f"Model:    {output.output_model_path or output.best.model_path}")
+    report = output_dir / "report.html"
+    if report.is_file():
+        click.echo(f"Report:   {report}")
+    click.echo(f"Workflow: {workflow_path} (olive run {workflow_path} reruns it from the cache)")
+    click.echo(f"Finished in {time.perf_counter() - start:.1f} s")
+
+
+@contextlib.contextmanager
+def _quiet_library_logs(verbose: bool) -> Iterator[None]:
+    """onnxruntime's transformer optimizer warns that a model was not exported by PyTorch (true of any other
+    exporter and harmless: the fusions are checked by the pass); shown with --verbose only."""
+    logger = logging.getLogger("onnxruntime.transformers")
+    saved = logger.level
+    if not verbose:
+        logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(saved)
+
+
+def _model_argument(argument: str | None, option: str | None) -> str:
+    if argument and option and Path(argument).expanduser().absolute() != Path(option).expanduser().absolute():
+        raise WorkflowConfigError(
+            f"two models given ('{argument}' and -m '{option}'); give one", owner="--model_name_or_path"
+        )
+    model = argument or option
+    if not model:
+        raise WorkflowConfigError(
+            "no model given; run olive optimize MODEL (an ONNX file or a Hugging Face model folder)", owner="MODEL"
+        )
+    return model
+
+
+def _prepare(prepare: Any, recipe: Recipe) -> Any:
+    try:
+        return prepare(recipe.workflow)
+    except WorkflowConfigError as exc:
+        # A provider the workflow names came from --provider: say so instead of the workflow's JSON path.
+        if (exc.owner or "").startswith("systems."):
+            raise WorkflowConfigError(exc.reason, owner="--provider") from exc
+        raise
+
+
+def _print_plan(described: str, recipe: Recipe, size: int, options: OptimizeOptions, plugins: list[str]) -> None:
+    passes = " > ".join(
+        f"{key} ({spec['type']})" if isinstance(spec, dict) else key for key, spec in recipe.workflow["passes"].items()
+    )
+    click.echo(f"Model:  {described}")
+    click.echo(f"Search: {passes}; {size} candidate(s)")
+    click.echo(f"Goal:   {recipe.objective}")
+    for note in recipe.notes:
+        click.echo(f"Note:   {note}")
+    unsearched = [p for p in plugins if p not in options.providers]
+    if unsearched and not options.providers:
+        click.echo(
+            f"Note:   {', '.join(unsearched)} installed; add --provider NAME (or --provider all) to search "
+            f"{'it' if len(unsearched) == 1 else 'them'} too"
+        )
+
+
+def _write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def _output_option(default: str) -> Any:
+    return click.option(
+        "-o",
+        "--output",
+        "--output_path",
+        "output",
+        default=None,
+        type=click.Path(file_okay=False),
+        help=f"Output folder (default: {default}).",
+    )
+
+
+@click.command("optimize", cls=_OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
+@_options
+@_output_option("optimized-model")
+def optimize_command(**params: Any) -> None:
+    """Optimize MODEL (an ONNX file, or a Hugging Face folder with olive-passes-torch) into the fastest model that
+    keeps its outputs.
+
+    Builds a workflow from the model and what is installed (transformer fusion, int8 with an accuracy guard when
+    --data is given, the targets' providers), runs it with a progress bar and a table, and writes the chosen
+    model, report.html and the workflow (optimize_workflow.json; olive run reruns it from the cache) into the
+    output folder. Exit codes: 0 a model was chosen; 1 none keeps --keep (the closest is named); 2 bad flags
+    or model.
+    """
+    _run(False, "optimized-model", params)
+
+
+@click.command("quantize", cls=_OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
+@_options
+@_output_option("quantized-model")
+def quantize_command(**params: Any) -> None:
+    """Quantize MODEL (int8 by default) without graph rewrites; otherwise as olive optimize (see its help).
+
+    Takes Microsoft Olive's flags: -m, --algorithm (rtn), --precision, --act_precision, --implementation (ort),
+    -d/--data_name (a local file), --max_samples, --batch_size, -o.
+    """
+    _run(True, "quantized-model", params)

@@ -1,0 +1,275 @@
+"""What ``olive optimize`` needs to know about the input model before it writes a workflow.
+
+:func:`read_model_facts` reads an ONNX file's graph (not its weights) or asks the installed model type
+plugin (``olive.models`` entry points) about a model folder, and returns :class:`ModelFacts`: the inputs and
+outputs, whether it is a transformer whose attention onnxruntime can fuse, which input is the attention mask,
+whether its outputs are class scores or vectors, and where its tokenizer is.
+
+Which path is which: an ``.onnx`` file, or a folder holding one ``.onnx`` file, is an ONNX model; a folder with
+a ``config.json`` and no ``.onnx`` file is a Hugging Face model (``HfModel``, from ``olive-passes-torch``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from olive.exceptions import ModelLoadError, WorkflowConfigError
+from olive.model.types import handler_from_config
+
+__all__ = ["FUSED_ATTENTION_OPS", "TOKENIZER_FILES", "ModelFacts", "model_facts_from_onnx", "read_model_facts"]
+
+OPTION = "MODEL"
+#: files a folder holds when a tokenizer was saved in it (``tokenizer.save_pretrained``)
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "spiece.model")
+#: onnxruntime's fused attention ops: a graph holding them was fused already
+FUSED_ATTENTION_OPS = ("Attention", "MultiHeadAttention", "GroupQueryAttention", "PackedAttention")
+# Ops an unfused attention block has between the scores MatMul and the Softmax (scale, mask) and between the
+# Softmax and the context MatMul (dropout, casts): the walk looks through them only.
+_SCORE_OPS = {"Add", "Mul", "Div", "Sub", "Where", "Cast", "Reshape", "Transpose", "Expand"}
+_PROB_OPS = {"Dropout", "Cast", "Where", "Reshape", "Identity"}
+# Outputs whose values are class scores: agreement on them is the predicted class (top1).
+_CLASS_SCORE_WORDS = ("logit", "prob", "score", "class", "label")
+# Tasks of a Hugging Face model whose output is class (or token) scores.
+_CLASSIFIER_TASKS = ("text-classification", "token-classification", "fill-mask", "text-generation")
+
+
+@attrs.frozen
+class ModelFacts:
+    """What a workflow for this model depends on.
+
+    :param model_type: the workflow's ``input_model.type`` (``ONNXModel``, ``HfModel``...).
+    :param path: the model's file or folder, absolute.
+    :param inputs: ``(name, shape, dtype)`` of each graph input (empty for a model not yet converted).
+    :param outputs: ``(name, shape, dtype)`` of each graph output.
+    :param attention_blocks: unfused attention blocks found (Softmax between two MatMuls).
+    :param fused: the graph already holds onnxruntime's fused attention ops.
+    :param decoder_with_past: an input carries past key/values (a generation cache).
+    :param mask_input: the input holding the attention mask, if any.
+    :param classifier: the first output is class scores (agreement is kept on the predicted class).
+    :param tokenizer_dir: the folder of the model's tokenizer (beside the model), if any.
+    :param task: a Hugging Face model's task.
+    :param op_counts: op type -> nodes (ONNX only).
+    :param max_sequence_length: the longest input the model takes (its position table), when known.
+    """
+
+    model_type: str
+    path: Path
+    inputs: tuple[tuple[str, tuple[Any, ...], str], ...] = ()
+    outputs: tuple[tuple[str, tuple[Any, ...], str], ...] = ()
+    attention_blocks: int = 0
+    fused: bool = False
+    decoder_with_past: bool = False
+    mask_input: str | None = None
+    classifier: bool = False
+    tokenizer_dir: Path | None = None
+    task: str | None = None
+    op_counts: dict[str, int] = attrs.field(factory=dict)
+    max_sequence_length: int | None = None
+
+    @property
+    def is_onnx(self) -> bool:
+        return self.model_type == "ONNXModel"
+
+    @property
+    def transformer(self) -> bool:
+        """A transformer whose attention onnxruntime's optimizer can fuse (a converted model is one when the
+        plugin says it is a transformer: Hugging Face models all are)."""
+        return (self.attention_blocks > 0 or self.model_type == "HfModel") and not self.fused
+
+    @property
+    def first_output_rank(self) -> int | None:
+        return len(self.outputs[0][1]) if self.outputs else None
+
+    @property
+    def sequence_output(self) -> bool:
+        """The first output holds one vector per token (``[batch, sequence, hidden]``)."""
+        if self.model_type == "HfModel":
+            return self.task == "feature-extraction"
+        return self.first_output_rank == 3
+
+    def describe(self) -> str:
+        """One line for the console: what kind of model this is taken to be."""
+        kind = "transformer" if self.attention_blocks or self.model_type == "HfModel" else "model"
+        if self.fused:
+            kind = "transformer (attention already fused)"
+        parts = [f"{self.model_type} {kind}"]
+        if self.attention_blocks:
+            parts.append(f"{self.attention_blocks} attention block(s)")
+        if self.task:
+            parts.append(f"task {self.task}")
+        if self.inputs:
+            parts.append("inputs " + ", ".join(name for name, _, _ in self.inputs))
+        if self.outputs:
+            parts.append("output " + self.outputs[0][0] + (" (class scores)" if self.classifier else ""))
+        return "; ".join(parts)
+
+
+def read_model_facts(model: str | Path, task: str | None = None, owner: str = OPTION) -> ModelFacts:
+    """The facts of the model at ``model``; raises :class:`WorkflowConfigError` (owned by ``owner``) naming what
+    is wrong with the path and what to give instead."""
+    path = Path(model).expanduser()
+    if not path.exists():
+        raise WorkflowConfigError(
+            f"'{model}' does not exist; give an ONNX file or a Hugging Face model folder", owner=owner
+        )
+    path = path.resolve()
+    if path.is_dir():
+        onnx_files = sorted(path.glob("*.onnx"))
+        if len(onnx_files) == 1 and task is None:
+            return _onnx_facts(onnx_files[0], owner)
+        if len(onnx_files) > 1 and task is None:
+            raise WorkflowConfigError(
+                f"'{model}' holds {len(onnx_files)} .onnx files ({', '.join(f.name for f in onnx_files[:4])}); "
+                "name the file",
+                owner=owner,
+            )
+        if (path / "config.json").is_file() or task is not None:
+            return _hf_facts(path, task, owner)
+        raise WorkflowConfigError(
+            f"'{model}' is a folder with neither an .onnx file nor a Hugging Face config.json; give an ONNX file "
+            "or a folder written by save_pretrained",
+            owner=owner,
+        )
+    if task is not None:
+        raise WorkflowConfigError(
+            f"--task is for a Hugging Face model folder, and '{model}' is a file; leave --task out", owner="--task"
+        )
+    return _onnx_facts(path, owner)
+
+
+def _onnx_facts(path: Path, owner: str) -> ModelFacts:
+    import onnx
+
+    try:
+        proto = onnx.load(str(path), load_external_data=False)
+    except Exception as exc:
+        raise WorkflowConfigError(
+            f"'{path}' cannot be read as an ONNX model ({type(exc).__name__}: {' '.join(str(exc).split())[:200]}); "
+            "give an .onnx file (or a Hugging Face folder)",
+            owner=owner,
+        ) from None
+    if not proto.graph.node:
+        raise WorkflowConfigError(f"'{path}' holds an ONNX graph without nodes; nothing to optimize", owner=owner)
+    return model_facts_from_onnx(proto, path)
+
+
+def model_facts_from_onnx(proto: Any, path: Path) -> ModelFacts:
+    """The facts of an ONNX graph (``onnx.ModelProto``) saved at ``path``."""
+    from onnx import helper
+
+    initializers = {init.name for init in proto.graph.initializer}
+
+    def described(values: Any) -> tuple[tuple[str, tuple[Any, ...], str], ...]:
+        result = []
+        for value in values:
+            if value.name in initializers:
+                continue
+            tensor = value.type.tensor_type
+            dims = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in tensor.shape.dim)
+            try:
+                dtype = str(helper.tensor_dtype_to_np_dtype(tensor.elem_type))
+            except Exception:  # an element type numpy has no name for (bfloat16, float8...)
+                dtype = f"onnx:{tensor.elem_type}"
+            result.append((value.name, dims, dtype))
+        return tuple(result)
+
+    inputs, outputs = described(proto.graph.input), described(proto.graph.output)
+    ops = Counter(node.op_type for node in proto.graph.node)
+    first_output = outputs[0][0].lower() if outputs else ""
+    folder = path.parent
+    return ModelFacts(
+        model_type="ONNXModel",
+        path=path,
+        inputs=inputs,
+        outputs=outputs,
+        attention_blocks=count_attention_blocks(proto),
+        fused=any(op in ops for op in FUSED_ATTENTION_OPS),
+        decoder_with_past=any("past" in name.lower() for name, _, _ in inputs),
+        mask_input=_mask_input([name for name, _, _ in inputs]),
+        classifier=any(word in first_output for word in _CLASS_SCORE_WORDS),
+        tokenizer_dir=folder if any((folder / name).is_file() for name in TOKENIZER_FILES) else None,
+        op_counts=dict(ops),
+    )
+
+
+def _mask_input(names: list[str]) -> str | None:
+    exact = [n for n in names if n == "attention_mask"]
+    if exact:
+        return exact[0]
+    masks = [n for n in names if "mask" in n.lower()]
+    return masks[0] if len(masks) == 1 else None
+
+
+def count_attention_blocks(proto: Any) -> int:
+    """How many Softmax nodes sit between a scores MatMul and a context MatMul (unfused attention)."""
+    producers = {out: node for node in proto.graph.node for out in node.output}
+    consumers: dict[str, list[Any]] = {}
+    for node in proto.graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+
+    def back(name: str, depth: int) -> bool:
+        node = producers.get(name)
+        if node is None or depth > 6:
+            return False
+        if node.op_type == "MatMul":
+            return True
+        return node.op_type in _SCORE_OPS and any(back(i, depth + 1) for i in node.input)
+
+    def forward(name: str, depth: int) -> bool:
+        if depth > 4:
+            return False
+        for node in consumers.get(name, []):
+            if node.op_type == "MatMul":
+                return True
+            if node.op_type in _PROB_OPS and any(forward(o, depth + 1) for o in node.output):
+                return True
+        return False
+
+    return sum(
+        1
+        for node in proto.graph.node
+        if node.op_type == "Softmax" and back(node.input[0], 0) and forward(node.output[0], 0)
+    )
+
+
+def _hf_facts(path: Path, task: str | None, owner: str) -> ModelFacts:
+    """A Hugging Face folder, through the ``HfModel`` type its plugin registers (reads the config, not weights)."""
+    fields: dict[str, Any] = {"type": "HfModel", "model_path": str(path)}
+    if task is not None:
+        fields["task"] = task
+    try:
+        handler = handler_from_config(fields, owner, Path.cwd())
+        handler.validate()
+    except WorkflowConfigError as exc:
+        where = "--task" if (exc.owner or "").endswith(".task") else owner
+        raise WorkflowConfigError(exc.reason, owner=where) from exc
+    except ModelLoadError as exc:
+        raise WorkflowConfigError(exc.reason, owner=owner) from exc
+    try:
+        resolved = getattr(handler, "resolved_task", None) or task
+        # The plugin's own view of what the conversion will give (names inferred from the config and tokenizer).
+        io_config = handler.io_config_for() if hasattr(handler, "io_config_for") else None
+    except WorkflowConfigError as exc:
+        where = "--task" if (exc.owner or "").endswith(".task") else owner
+        raise WorkflowConfigError(exc.reason, owner=where) from exc
+    names = list(getattr(io_config, "input_names", None) or [])
+    outputs = tuple((name, (), "float32") for name in getattr(io_config, "output_names", None) or ())
+    mask = _mask_input(names) if names else None
+    has_tokenizer = any((path / name).is_file() for name in TOKENIZER_FILES)
+    positions = getattr(getattr(handler, "hf_config", None), "max_position_embeddings", None)
+    return ModelFacts(
+        model_type="HfModel",
+        path=path,
+        inputs=tuple((name, ("batch_size", "sequence_length"), "int64") for name in names),
+        outputs=outputs,
+        mask_input=mask,
+        classifier=resolved in _CLASSIFIER_TASKS,
+        tokenizer_dir=path if has_tokenizer else None,
+        task=resolved,
+        max_sequence_length=positions if isinstance(positions, int) and positions > 0 else None,
+    )

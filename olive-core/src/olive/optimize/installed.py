@@ -1,0 +1,88 @@
+"""What this environment offers ``olive optimize``, read from the registries (entry-point metadata).
+
+Listing passes and data containers imports none of them. Plugin execution providers are looked at only when
+the user targets them: ``--provider all`` loads each installed provider's library to see whether it offers the
+device (as ``olive eps`` does).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from olive.data.containers import container_registry
+from olive.exceptions import PluginLoadError, WorkflowConfigError
+from olive.execution_providers.registry import adapter_for, ep_adapter_registry, list_providers
+from olive.optimize.recipe import Installed
+from olive.plugins.registry import get_registry
+
+__all__ = ["ALL_PROVIDERS", "installed_now", "installed_plugin_providers"]
+
+#: ``--provider all``: every installed provider that offers the device
+ALL_PROVIDERS = "all"
+_CONVERTER = "OnnxConversion"
+
+
+def installed_plugin_providers() -> list[str]:
+    """Plugin providers whose package is installed (found by module; no library is loaded)."""
+    names = []
+    for entry in ep_adapter_registry().entries():
+        if entry.status == "blocked":
+            continue
+        try:
+            adapter = adapter_for(entry.name)
+        except PluginLoadError:
+            continue
+        if adapter is None or not adapter.module:
+            continue
+        try:
+            found = importlib.util.find_spec(adapter.module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if found:
+            names.append(adapter.ep_name)
+    return names
+
+
+def installed_now(providers: tuple[str, ...], device: str) -> tuple[Installed, tuple[str, ...]]:
+    """What is installed, and ``providers`` with ``all`` expanded (the CPU provider for a CPU, then every plugin
+    provider that offers ``device`` here)."""
+    entries = [e for e in get_registry().entries() if e.status not in ("blocked", "failed")]
+    passes = frozenset(e.name for e in entries)
+    converters = {}
+    if _CONVERTER in passes:
+        # The repository's converter takes Hugging Face and PyTorch models (its accepts_model_types).
+        converters = {"HfModel": _CONVERTER, "PyTorchModel": _CONVERTER}
+    containers = frozenset(e.name for e in container_registry().entries() if e.status != "blocked")
+    expanded = list(providers)
+    if ALL_PROVIDERS in expanded:
+        if len(expanded) > 1:
+            raise WorkflowConfigError(
+                f"'{ALL_PROVIDERS}' searches every installed provider; give it alone or name the providers",
+                owner="--provider",
+            )
+        expanded = _all_providers(device)
+    searched: dict[str, tuple[str, ...]] = {}
+    for name in expanded:
+        try:
+            adapter = adapter_for(name)
+        except PluginLoadError as exc:
+            raise WorkflowConfigError(exc.reason, owner="--provider") from exc
+        if adapter is None:
+            continue
+        options = tuple(o for o in (adapter.options or {}) if adapter.search_defaults(o))
+        searched[name] = options
+    return Installed(passes, containers, searched, converters), tuple(expanded)
+
+
+def _all_providers(device: str) -> list[str]:
+    names = ["CPUExecutionProvider"] if device == "cpu" else []
+    for status in list_providers():
+        if status.kind != "plugin" or status.status != "ok":
+            continue
+        if any(str(d.get("device", "")).lower() == device for d in status.devices):
+            names.append(status.name)
+    if not names:
+        raise WorkflowConfigError(
+            f"no installed execution provider offers a {device} device here (see olive eps)", owner="--provider"
+        )
+    return names

@@ -1,0 +1,121 @@
+"""What ``olive optimize`` says at the end: the chosen model against the input model, or why none was chosen.
+
+Values come from the run's footprint: latency as the ratio of the candidate's median to the input model's, the
+two timed in alternating rounds (``latency-ratio_p50``), size on disk, and agreement with the input model on
+the data (``agreement-*``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from olive.optimize.keep import Keep
+
+if TYPE_CHECKING:
+    from olive.engine.footprint import FootprintNode
+    from olive.engine.output import WorkflowOutput
+
+__all__ = ["P50_KEY", "RATIO_KEY", "SIZE_KEY", "closest_miss", "comparison_lines"]
+
+RATIO_KEY = "latency-ratio_p50"
+P50_KEY = "latency-p50"
+SIZE_KEY = "size-bytes"
+
+
+def _agreement_key(keep: Keep) -> str:
+    return f"agreement-{keep.metric}"
+
+
+def _number(value: float, metric: str) -> str:
+    return f"{value:.4f}" if metric.startswith(("cosine", "top1")) else f"{value:.3g}"
+
+
+def _size(value: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value:.0f} B"
+
+
+def _baseline(output: WorkflowOutput) -> FootprintNode | None:
+    if output.reference_model_id is not None:
+        return output.get_node(output.reference_model_id)
+    return output.footprint[0] if output.footprint else None
+
+
+def _chain(output: WorkflowOutput, node: FootprintNode) -> str:
+    steps = " > ".join(n.pass_name or "" for n in output.lineage(node))
+    target = (node.target or {}).get("label")
+    where = f" on {target}" if target and node.target_of is not None else ""
+    return (steps or "the input model") + where
+
+
+def comparison_lines(output: WorkflowOutput, keeps: tuple[Keep, ...]) -> list[str]:
+    """The chosen model against the input model, one line per measure."""
+    best, base = output.best, _baseline(output)
+    if best is None or base is None:
+        return []
+    new, old = best.metric_values(), base.metric_values()
+    converted = base.model_id != (output.footprint[0].model_id if output.footprint else None)
+    against = "the input model as converted to ONNX" if converted else "the input model"
+    lines = [f"chosen: {_chain(output, best)} (against {against})"]
+    ratio = new.get(RATIO_KEY)
+    if ratio is not None:
+        text = f"latency: {ratio:.2f}x the input's median"
+        if new.get(P50_KEY) is not None and old.get(P50_KEY) is not None:
+            text += f" ({old[P50_KEY]:.3g} ms -> {new[P50_KEY]:.3g} ms"
+            text += ", timed in alternating rounds with it)"
+        if ratio > 1.0:
+            text += "; no candidate ran faster than the input model (keep it if speed is what you need)"
+        lines.append(text)
+    if new.get(SIZE_KEY) is not None and old.get(SIZE_KEY):
+        lines.append(f"size: {_size(old[SIZE_KEY])} -> {_size(new[SIZE_KEY])} ({new[SIZE_KEY] / old[SIZE_KEY]:.2f}x)")
+    kept = []
+    for keep in keeps:
+        value = new.get(_agreement_key(keep))
+        if value is not None:
+            kept.append(f"{keep.metric} {_number(value, keep.metric)} (keep {keep.op} {keep.value:g})")
+    if kept:
+        lines.append("agreement with the input: " + ", ".join(kept))
+    return lines
+
+
+def closest_miss(output: WorkflowOutput, keeps: tuple[Keep, ...], budget: float | None) -> str:
+    """Why nothing was chosen, in one line with what to try: the candidate that came closest to the keeps,
+    what it reached and at what latency."""
+    candidates = [n for n in output.get_output_models() if n.metrics]
+    if not candidates:
+        return f"{output.reason or 'no model was produced'}"
+
+    def shortfall(node: FootprintNode) -> float:
+        values = node.metric_values()
+        total = 0.0
+        for keep in keeps:
+            value = values.get(_agreement_key(keep))
+            if value is None:
+                return float("inf")
+            gap = keep.threshold - value if keep.higher_is_better else value - keep.threshold
+            total += max(gap, 0.0) / max(abs(keep.threshold), 1e-12)
+        ratio = values.get(RATIO_KEY)
+        if budget is not None and ratio is not None:
+            total += max(ratio - budget, 0.0) / budget
+        return total
+
+    closest = min(candidates, key=shortfall)
+    values = closest.metric_values()
+    reached = ", ".join(
+        f"{k.metric} {_number(values[_agreement_key(k)], k.metric)}" for k in keeps if _agreement_key(k) in values
+    )
+    ratio = values.get(RATIO_KEY)
+    at = f" at {ratio:.2f}x the input's latency" if ratio is not None else ""
+    wanted = " and ".join(str(k) for k in keeps) + (f" within {budget:g}x latency" if budget is not None else "")
+    tries = ["loosen --keep"]
+    if budget is not None:
+        tries.append("raise --latency-budget")
+    tries.append("give more representative --data" if any(k.metric == "cosine_min" for k in keeps) else "")
+    tries.append("or try --precision fp16")
+    advice = ", ".join(t for t in tries if t)
+    return (
+        f"no candidate keeps {wanted}: the closest ({_chain(output, closest)}) reached {reached or 'no agreement'}"
+        f"{at}; {advice}"
+    )

@@ -1,0 +1,175 @@
+"""``olive optimize`` / ``olive quantize`` through the click CLI where nothing runs: help, Microsoft Olive's flag
+names, and every error that stops the command before a workflow runs (exit code 2, one line).
+
+Runs that optimize a model need the quantization and graph passes: ``e2e/test_optimize.py`` (tox -e e2e), and
+Hugging Face folders ``olive-passes-torch/tests/test_optimize_hf.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from olive.cli.main import cli
+from olive.data.containers import new_container_registry, use_container_registry
+from olive.plugins.registry import PassRegistry, use_registry
+from olive.testing.models import bert_like_model, mlp_model, save_model, write_npz_dataset
+
+
+@pytest.fixture
+def no_passes() -> Iterator[None]:
+    """No pass distribution and no plugin data container installed (olive-core alone)."""
+    with use_registry(PassRegistry(entry_points=False)), use_container_registry(new_container_registry(False)):
+        yield
+
+
+@pytest.fixture(scope="module")
+def bert(tmp_path_factory) -> tuple[Path, Path]:
+    folder = tmp_path_factory.mktemp("bert")
+    model = save_model(bert_like_model(seed=0), folder)
+    data = write_npz_dataset(folder / "data.npz", model, num_samples=4, sequence_length=8)
+    return Path(model.model_path), data
+
+
+def invoke(*args: str, cwd: Path | None = None):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def one_line_error(result, code: int = 2) -> str:
+    assert result.exit_code == code, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    assert "Traceback" not in result.output
+    return lines[0]
+
+
+def test_olive_lists_optimize_and_quantize() -> None:
+    result = invoke("--help")
+    assert result.exit_code == 0
+    assert "optimize " in result.stdout and "quantize " in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("command", "flags"),
+    [
+        (
+            "optimize",
+            (
+                "-m, --model_name_or_path",
+                "--output_path",
+                "--provider",
+                "--device",
+                "--precision",
+                "--act_precision",
+                "--use_qdq_format",
+                "--block_size",
+                "--dim_param",
+                "--dim_value",
+                "--dry_run",
+                "--save_config_file",
+                "--keep",
+                "--latency-budget",
+                "--max-time",
+            ),
+        ),
+        (
+            "quantize",
+            (
+                "-m, --model_name_or_path",
+                "--algorithm",
+                "--precision",
+                "--act_precision",
+                "--implementation",
+                "-d, --data, --data_name",
+                "--max_samples",
+                "--batch_size",
+                "-o, --output, --output_path",
+            ),
+        ),
+    ],
+)
+def test_help_names_microsoft_olives_flags(command: str, flags: tuple[str, ...]) -> None:
+    result = CliRunner(env={"COLUMNS": "200"}).invoke(cli, [command, "--help"])
+    assert result.exit_code == 0
+    for flag in flags:
+        assert flag in result.stdout, flag
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--no-such-flag"], "No such option '--no-such-flag'; see 'olive optimize --help'"),
+        (["--block_size", "many"], "'many' is not a valid integer"),
+        (["MODEL", "--keep", "cosine_min"], "--keep: 'cosine_min' is not 'metric op value'"),
+        (["MODEL", "--keep", "cosine_min<=0.9"], "higher-is-better"),
+        (["MODEL", "--algorithm", "gptq"], "--algorithm: 'gptq' is not supported"),
+        (["MODEL", "--implementation", "awq"], "--implementation: 'awq' is a Microsoft Olive implementation"),
+        (["MODEL", "--precision", "nf4"], "--precision: 'nf4' is a Microsoft Olive precision"),
+        (["MODEL", "--precision", "int2"], "--precision: 'int2' is not supported"),
+        (["MODEL", "--latency-budget", "soon"], "--latency-budget: 'soon' is neither a ratio"),
+        (["MODEL", "--dim_param", "batch"], "--dim_value: --dim_param needs --dim_value too"),
+        (["MODEL", "--block_size", "32"], "--block_size: a block size is for --precision int4"),
+        (["MODEL", "--act_precision", "int8"], "--act_precision: int8 activations need --use_qdq_format"),
+        (["MODEL", "--device", "tpu"], "--device: 'tpu' is not supported"),
+        (["MODEL", "--max-time", "0"], "--max-time"),
+        ([], "MODEL: no model given"),
+    ],
+)
+def test_a_bad_flag_is_one_line_and_exit_code_2(bert, args: list[str], words: str) -> None:
+    model, _ = bert
+    line = one_line_error(invoke("optimize", *[str(model) if a == "MODEL" else a for a in args]))
+    assert words in line
+
+
+def test_a_model_that_cannot_be_read_is_exit_code_2(tmp_path) -> None:
+    assert "does not exist" in one_line_error(invoke("optimize", str(tmp_path / "nope.onnx")))
+    (tmp_path / "bad.onnx").write_bytes(b"\x00not onnx")
+    assert "cannot be read as an ONNX model" in one_line_error(invoke("optimize", str(tmp_path / "bad.onnx")))
+    other = save_model(mlp_model(), tmp_path / "other").model_path
+    line = one_line_error(invoke("optimize", str(tmp_path / "bad.onnx"), "-m", other))
+    assert "two models given" in line
+
+
+def test_data_that_does_not_fit_the_model_is_exit_code_2(tmp_path, bert) -> None:
+    model, _ = bert
+    np.savez(tmp_path / "wrong.npz", pixels=np.zeros((2, 3), dtype=np.float32))
+    line = one_line_error(invoke("optimize", str(model), "--data", str(tmp_path / "wrong.npz")))
+    assert "--data:" in line and "no array for input(s) input_ids" in line
+    line = one_line_error(invoke("optimize", str(model), "-d", str(tmp_path / "missing.npz")))
+    assert "is not a file" in line
+
+
+def test_text_data_without_the_text_container_names_its_distribution(tmp_path, bert, no_passes) -> None:
+    model, _ = bert
+    (tmp_path / "s.txt").write_text("hello world\n")
+    line = one_line_error(invoke("optimize", str(model), "--data", str(tmp_path / "s.txt")))
+    assert "TextDataContainer" in line and "olive-passes-torch" in line and "pip install" in line
+
+
+def test_without_the_pass_distributions_fusion_is_left_out_and_int8_says_what_to_install(bert, no_passes) -> None:
+    model, data = bert
+    result = invoke("optimize", str(model), "--data", str(data), "--dry-run")
+    line = one_line_error(result)
+    assert "--precision: precision int8 needs OnnxDynamicQuantization" in line
+    assert "olive-passes-quant; install it with: pip install" in line
+    line = one_line_error(invoke("optimize", str(model), "--fusion", "--precision", "fp32", "--dry-run"))
+    assert "--fusion: transformer fusion left out" in line and "olive-passes-graph" in line
+
+
+def test_quantize_refuses_what_only_optimize_does(bert) -> None:
+    model, _ = bert
+    assert "nothing to do" in one_line_error(invoke("quantize", "-m", str(model), "--precision", "fp32"))
+    assert "supports 'rtn'" in one_line_error(invoke("quantize", "-m", str(model), "--algorithm", "awq"))
+
+
+def test_a_hugging_face_folder_without_its_plugin_names_the_distribution(tmp_path) -> None:
+    from olive.model.types import new_model_type_registry, use_model_type_registry
+
+    (tmp_path / "config.json").write_text('{"model_type": "bert"}')
+    with use_model_type_registry(new_model_type_registry(entry_points=False)):
+        line = one_line_error(invoke("optimize", str(tmp_path), "--dry-run"))
+    assert line.startswith("Error: MODEL: ") and "olive-passes-torch" in line and "pip install" in line

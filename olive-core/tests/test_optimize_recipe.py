@@ -1,0 +1,525 @@
+"""``olive optimize``'s pieces that run nothing: --keep parsing, option checks, model facts read from real ONNX
+graphs (the ``olive.testing`` models), and the workflow ``build_workflow`` writes for each choice.
+
+The workflows themselves run in ``e2e/test_optimize.py`` (the quant and graph passes are installed there).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+
+import attrs
+import numpy as np
+import onnx
+import pytest
+
+from olive.exceptions import WorkflowConfigError
+from olive.optimize.data import DataSource, data_source, synthetic_specs
+from olive.optimize.facts import ModelFacts, model_facts_from_onnx, read_model_facts
+from olive.optimize.keep import CLASSIFIER_KEEPS, EMBEDDING_KEEPS, Keep, parse_keep
+from olive.optimize.options import OptimizeOptions, parse_dims, parse_latency_budget
+from olive.optimize.recipe import Installed, build_workflow, guard_targets
+from olive.testing.models import bert_like_model, mlp_model, save_model, write_npz_dataset
+
+QUANT = frozenset(
+    {
+        "OnnxDynamicQuantization",
+        "OnnxStaticQuantization",
+        "OnnxBlockWiseRtnQuantization",
+        "OnnxFloatToFloat16",
+        "OnnxSensitivityAnalysis",
+        "OnnxAccuracyGuardedQuantization",
+    }
+)
+GRAPH = frozenset({"OrtTransformersOptimization", "OnnxPeepholeOptimizer"})
+ALL = Installed(QUANT | GRAPH)
+
+
+# --------------------------------------------------------------------------------------------- fixtures
+@pytest.fixture(scope="module")
+def bert(tmp_path_factory) -> ModelFacts:
+    handler = save_model(bert_like_model(seed=0, num_layers=2), tmp_path_factory.mktemp("bert"))
+    return read_model_facts(handler.model_path)
+
+
+@pytest.fixture(scope="module")
+def bert_npz(tmp_path_factory, bert) -> DataSource:
+    path = write_npz_dataset(tmp_path_factory.mktemp("data") / "data.npz", bert_like_model(seed=0), num_samples=4)
+    return data_source(path, bert, frozenset())
+
+
+@pytest.fixture(scope="module")
+def mlp(tmp_path_factory) -> ModelFacts:
+    return read_model_facts(save_model(mlp_model(seed=0), tmp_path_factory.mktemp("mlp")).model_path)
+
+
+def options(tmp_path: Path, **kwargs) -> OptimizeOptions:
+    return OptimizeOptions(output_dir=tmp_path / "out", cache_dir=tmp_path / "cache", **kwargs)
+
+
+def metric(workflow: dict, name: str) -> dict:
+    return next(m for m in workflow["evaluators"]["optimize"]["metrics"] if m["name"] == name)
+
+
+def subs(workflow: dict, name: str) -> dict[str, dict]:
+    return {s["name"]: s for s in metric(workflow, name)["sub_types"]}
+
+
+SYNTHETIC = DataSource("synthetic")
+
+
+# --------------------------------------------------------------------------------------------- --keep
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("cosine_min>=0.97", Keep("cosine_min", ">=", 0.97)),
+        (" cosine_mean >= 0.99 ", Keep("cosine_mean", ">=", 0.99)),
+        ("top1>0.98", Keep("top1", ">", 0.98)),
+        ("max_abs_diff<=0.05", Keep("max_abs_diff", "<=", 0.05)),
+        ("max_abs_diff<1e-2", Keep("max_abs_diff", "<", 0.01)),
+    ],
+)
+def test_keep_parses_metric_operator_and_value(text: str, expected: Keep) -> None:
+    assert parse_keep(text) == expected
+
+
+def test_a_strict_keep_asks_for_more_than_its_value_and_an_inclusive_one_for_the_value() -> None:
+    assert parse_keep("cosine_min>=0.97").threshold == 0.97
+    assert parse_keep("cosine_min>0.97").threshold > 0.97
+    assert parse_keep("max_abs_diff<0.1").threshold < 0.1
+    assert parse_keep("top1>=0.99").met_by(0.99) and not parse_keep("top1>0.99").met_by(0.99)
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("cosine_min", "not 'metric op value'"),
+        ("cosin_min>=0.9", "did you mean 'cosine_min'"),
+        ("cosine_min<=0.9", "higher-is-better"),
+        ("max_abs_diff>=0.1", "lower-is-better"),
+        ("cosine_min=0.9", "operator '='"),
+        ("cosine_min>=high", "'high' is not a number"),
+        ("cosine_min>=1.5", "between -1 and 1"),
+        ("top1>=2", "from 0 to 1"),
+        ("max_abs_diff<=-1", "never negative"),
+        ("cosine_mean>1", "no model can be above 1"),
+        ("cosine_min>=nan", "finite"),
+    ],
+)
+def test_a_bad_keep_is_one_error_owned_by_the_option(text: str, words: str) -> None:
+    with pytest.raises(WorkflowConfigError, match="--keep") as caught:
+        parse_keep(text)
+    assert words in str(caught.value)
+
+
+def test_guard_targets_run_from_the_keep_towards_a_perfect_score() -> None:
+    assert guard_targets(Keep("cosine_min", ">=", 0.97)) == [0.97, 0.98, 0.99, 0.992, 0.994, 0.996, 0.998]
+    lower = guard_targets(Keep("max_abs_diff", "<=", 0.3))
+    assert lower[0] == 0.3 and all(b < a for a, b in itertools.pairwise(lower)) and lower[-1] > 0
+
+
+# --------------------------------------------------------------------------------------------- options
+def test_latency_budget_is_fastest_or_a_positive_ratio() -> None:
+    assert parse_latency_budget("fastest") is None and parse_latency_budget(None) is None
+    assert parse_latency_budget("0.6") == 0.6 and parse_latency_budget("0.6x") == 0.6
+    for bad in ("quick", "0", "-1"):
+        with pytest.raises(WorkflowConfigError, match="--latency-budget"):
+            parse_latency_budget(bad)
+
+
+def test_dims_pair_names_with_sizes() -> None:
+    assert parse_dims("batch_size, sequence_length", "1,128") == {"batch_size": 1, "sequence_length": 128}
+    assert parse_dims(None, None) == {}
+    with pytest.raises(WorkflowConfigError, match=r"--dim_value.*needs --dim_param|--dim_param needs"):
+        parse_dims(None, "1")
+    with pytest.raises(WorkflowConfigError, match=r"2 name.*1 size"):
+        parse_dims("a,b", "1")
+    with pytest.raises(WorkflowConfigError, match="whole number"):
+        parse_dims("a", "x")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "owner", "words"),
+    [
+        ({"precision": "nf4"}, "--precision", "use int4"),
+        ({"precision": "int3"}, "--precision", "use one of auto, int8"),
+        ({"algorithm": "gptq"}, "--algorithm", "supports 'rtn'"),
+        ({"algorithm": "magic"}, "--algorithm", "use one of rtn"),
+        ({"implementation": "bnb"}, "--implementation", "onnxruntime's quantizers"),
+        ({"act_precision": "int8"}, "--act_precision", "--use_qdq_format"),
+        ({"act_precision": "int16", "use_qdq_format": True}, "--act_precision", "use one of int8, uint8"),
+        ({"act_precision": "uint8", "precision": "int4"}, "--act_precision", "int8 weights"),
+        ({"use_qdq_format": True, "precision": "fp16"}, "--use_qdq_format", "int8"),
+        ({"block_size": 32}, "--block_size", "--precision int4"),
+        ({"block_size": -1, "precision": "int4"}, "--block_size", "per-channel"),
+        ({"block_size": 48, "precision": "int4"}, "--block_size", "power of two"),
+        ({"device": "tpu"}, "--device", "cpu, gpu, npu"),
+        ({"max_time": 0}, "--max-time", "positive"),
+        ({"max_samples": 0}, "--max_samples", ">= 1"),
+        ({"batch_size": 0}, "--batch_size", ">= 1"),
+        ({"keeps": (Keep("top1", ">=", 0.9), Keep("top1", ">=", 0.8))}, "--keep", "top1 given twice"),
+        ({"quantize_only": True, "precision": "fp32"}, "--precision", "nothing to do"),
+    ],
+)
+def test_an_option_no_pass_can_honour_is_an_error_naming_what_is_supported(tmp_path, kwargs, owner, words) -> None:
+    with pytest.raises(WorkflowConfigError) as caught:
+        options(tmp_path, **kwargs)
+    assert caught.value.owner == owner
+    assert words in caught.value.reason
+
+
+# --------------------------------------------------------------------------------------------- model facts
+def test_facts_of_a_bert_like_graph(bert: ModelFacts) -> None:
+    assert bert.is_onnx and bert.transformer and not bert.fused
+    assert bert.attention_blocks == 2  # one per layer
+    assert [name for name, _, _ in bert.inputs] == ["input_ids", "attention_mask", "token_type_ids"]
+    assert bert.mask_input == "attention_mask"
+    assert bert.sequence_output and not bert.classifier
+    assert bert.tokenizer_dir is None
+
+
+def test_facts_of_a_model_that_is_no_transformer(mlp: ModelFacts) -> None:
+    assert not mlp.transformer and mlp.attention_blocks == 0 and mlp.mask_input is None
+    assert mlp.first_output_rank == 2 and not mlp.classifier
+
+
+def _renamed(proto: onnx.ModelProto, old: str, new: str) -> onnx.ModelProto:
+    for value in [*proto.graph.input, *proto.graph.output]:
+        if value.name == old:
+            value.name = new
+    for node in proto.graph.node:
+        node.input[:] = [new if n == old else n for n in node.input]
+        node.output[:] = [new if n == old else n for n in node.output]
+    return proto
+
+
+def test_class_scores_fused_attention_past_inputs_and_a_tokenizer_beside_the_model(tmp_path) -> None:
+    scores = model_facts_from_onnx(_renamed(mlp_model(), "output", "logits"), tmp_path / "m.onnx")
+    assert scores.classifier
+    fused = bert_like_model()
+    fused.graph.node.append(onnx.helper.make_node("Attention", ["x"], ["y"], domain="com.microsoft"))
+    assert model_facts_from_onnx(fused, tmp_path / "f.onnx").fused
+    assert not model_facts_from_onnx(fused, tmp_path / "f.onnx").transformer
+    past = model_facts_from_onnx(_renamed(mlp_model(), "input", "past_key_values.0.key"), tmp_path / "p.onnx")
+    assert past.decoder_with_past
+    (tmp_path / "tokenizer.json").write_text("{}")
+    assert model_facts_from_onnx(mlp_model(), tmp_path / "m.onnx").tokenizer_dir == tmp_path
+
+
+def test_a_model_path_that_cannot_be_read_says_what_to_give(tmp_path) -> None:
+    with pytest.raises(WorkflowConfigError, match="does not exist"):
+        read_model_facts(tmp_path / "missing.onnx")
+    (tmp_path / "notes.onnx").write_text("not a model")
+    with pytest.raises(WorkflowConfigError, match="cannot be read as an ONNX model"):
+        read_model_facts(tmp_path / "notes.onnx")
+    two = tmp_path / "two"
+    save_model(mlp_model(), two, "a.onnx")
+    save_model(mlp_model(), two, "b.onnx")
+    with pytest.raises(WorkflowConfigError, match=r"holds 2 .onnx files"):
+        read_model_facts(two)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(WorkflowConfigError, match=r"neither an .onnx file nor a Hugging Face config.json"):
+        read_model_facts(empty)
+    with pytest.raises(WorkflowConfigError, match="--task is for a Hugging Face model folder"):
+        read_model_facts(two / "a.onnx", task="feature-extraction")
+    one = tmp_path / "one"
+    saved = save_model(mlp_model(), one)
+    assert read_model_facts(one).path == Path(saved.model_path)  # a folder holding one model is that model
+
+
+# --------------------------------------------------------------------------------------------- --data
+def test_data_an_npz_keyed_by_input_name(tmp_path, bert) -> None:
+    np.savez(tmp_path / "wrong.npz", ids=np.ones((2, 4), dtype=np.int64))
+    with pytest.raises(WorkflowConfigError, match=r"no array for input.*input_ids") as caught:
+        data_source(tmp_path / "wrong.npz", bert, frozenset())
+    assert caught.value.owner == "--data"
+    with pytest.raises(WorkflowConfigError, match="is not a file"):
+        data_source(tmp_path / "missing.npz", bert, frozenset())
+    with pytest.raises(WorkflowConfigError, match="a dataset name is not fetched"):
+        data_source(Path("wikitext/wikitext-2"), bert, frozenset())
+    (tmp_path / "data.parquet").write_text("")
+    with pytest.raises(WorkflowConfigError, match=r"a \.parquet is not read"):
+        data_source(tmp_path / "data.parquet", bert, frozenset())
+
+
+def test_text_data_needs_the_text_container_and_a_tokenizer(tmp_path, bert) -> None:
+    (tmp_path / "s.txt").write_text("hello\n")
+    with pytest.raises(WorkflowConfigError, match=r"TextDataContainer.*olive-passes-torch"):
+        data_source(tmp_path / "s.txt", bert, frozenset())
+    with pytest.raises(WorkflowConfigError, match="no tokenizer beside it; give --tokenizer DIR"):
+        data_source(tmp_path / "s.txt", bert, frozenset({"TextDataContainer"}))
+    with pytest.raises(WorkflowConfigError, match="not a folder holding a tokenizer") as caught:
+        data_source(tmp_path / "s.txt", bert, frozenset({"TextDataContainer"}), tokenizer=tmp_path)
+    assert caught.value.owner == "--tokenizer"
+    (tmp_path / "vocab.txt").write_text("[PAD]\n")
+    source = data_source(tmp_path / "s.txt", bert, frozenset({"TextDataContainer"}), tokenizer=tmp_path)
+    assert source.kind == "text" and source.tokenizer == tmp_path
+    with pytest.raises(WorkflowConfigError, match="a tokenizer is for text data"):
+        data_source(None, bert, frozenset(), tokenizer=tmp_path)
+
+
+def test_dims_size_the_synthetic_inputs_and_must_name_free_dimensions(bert) -> None:
+    # The batch, not named, takes the measurement module's rule (1).
+    assert synthetic_specs(bert, {"sequence": 32})["input_shapes"] == [[1, 32]] * 3
+    assert synthetic_specs(bert, {}) is None
+    with pytest.raises(WorkflowConfigError, match="no free dimension 'height'; its free dimensions: batch, sequence"):
+        synthetic_specs(bert, {"height": 4})
+
+
+# --------------------------------------------------------------------------------------------- the workflow
+def test_defaults_on_a_transformer_with_data_guard_int8_unfused_and_pick_the_fastest(tmp_path, bert, bert_npz):
+    recipe = build_workflow(bert, options(tmp_path), ALL, bert_npz)
+    workflow = recipe.workflow
+    # int8 on the CPU: the unfused graph measured faster than the fused one (benchmarks/bench_optimize.py)
+    assert list(workflow["passes"]) == ["quantize"]
+    assert any("no transformer fusion" in note for note in recipe.notes)
+    guard = workflow["passes"]["quantize"]
+    assert guard["type"] == "OnnxAccuracyGuardedQuantization"
+    assert guard["target_metric"] == ["cosine_min", "cosine_mean"] and guard["target_value"] == [0.97, 0.99]
+    assert guard["pooling"] == "mean" and guard["mask_input"] == "attention_mask" and guard["trim_padding"] is True
+    assert guard["quantize_embeddings"] is True and guard["data_config"] == "data"
+    assert subs(workflow, "latency")["ratio_p50"] == {"name": "ratio_p50", "priority": 1}
+    agreement = subs(workflow, "agreement")
+    assert agreement["cosine_min"]["goal"] == {"type": "threshold", "value": 0.97}
+    assert agreement["cosine_mean"]["priority"] == 3
+    assert metric(workflow, "agreement")["pooling"] == "mean"
+    assert workflow["data_configs"][0]["type"] == "NpzDataContainer"
+    assert workflow["data_configs"][0]["load_dataset_config"]["max_samples"] == 64
+    assert workflow["systems"]["target"]["accelerators"] == [
+        {"device": "cpu", "execution_providers": ["CPUExecutionProvider"]}
+    ]
+    assert recipe.keeps == EMBEDDING_KEEPS and recipe.latency_budget is None and not recipe.synthetic
+    assert "fastest" in recipe.objective and "max_time" not in workflow["search_strategy"]
+
+
+def test_fusion_is_searched_against_the_unfused_graph_where_it_may_pay(tmp_path, bert, bert_npz):
+    for precision in ("fp32", "fp16", "int4"):
+        workflow = build_workflow(bert, options(tmp_path, precision=precision), ALL, bert_npz).workflow
+        # Fused against unfused (onnxruntime's basic optimization only): the paired latency decides.
+        assert workflow["passes"]["fuse"] == {
+            "type": "OrtTransformersOptimization",
+            "opt_level": 1,
+            "model_type": "bert",
+            "only_onnxruntime": {
+                "olive_parameter_type": "SearchParameter",
+                "type": "Categorical",
+                "support": [False, True],
+            },
+        }
+    fused = build_workflow(bert, options(tmp_path, fusion=True), ALL, bert_npz).workflow["passes"]
+    assert list(fused) == ["fuse", "quantize"] and "only_onnxruntime" not in fused["fuse"]
+    plugin = Installed(ALL.passes, plugin_providers={"OpenVINOExecutionProvider": ()})
+    chosen = options(tmp_path, precision="fp16", providers=("OpenVINOExecutionProvider",))
+    recipe = build_workflow(bert, chosen, plugin, bert_npz)
+    assert list(recipe.workflow["passes"]) == ["quantize"] and any("plugin provider" in n for n in recipe.notes)
+
+
+def test_a_latency_budget_searches_the_guard_target_after_one_sensitivity_analysis(tmp_path, bert, bert_npz):
+    recipe = build_workflow(bert, options(tmp_path, latency_budget=0.6), ALL, bert_npz)
+    workflow = recipe.workflow
+    assert list(workflow["passes"]) == ["sensitivity", "quantize"]
+    assert workflow["passes"]["sensitivity"]["metric"] == "cosine_min"
+    target = workflow["passes"]["quantize"]["target_value"]
+    assert target["type"] == "Categorical"
+    assert target["support"][0] == [0.97, 0.99] and target["support"][-1] == [0.998, 0.99]
+    ratio = subs(workflow, "latency")["ratio_p50"]
+    assert ratio["goal"] == {"type": "threshold", "value": 0.6} and ratio["priority"] == 3
+    assert subs(workflow, "agreement")["cosine_min"]["priority"] == 1
+    assert recipe.latency_budget == 0.6 and "within 0.6x" in recipe.objective
+
+
+def test_without_data_agreement_is_on_synthetic_inputs_and_int8_is_plain_dynamic(tmp_path, bert):
+    recipe = build_workflow(bert, options(tmp_path, dim_values={}), ALL, SYNTHETIC)
+    workflow = recipe.workflow
+    assert workflow["passes"]["quantize"] == {
+        "type": "OnnxDynamicQuantization",
+        "precision": "int8",
+        "per_channel": True,
+        "reduce_range": False,
+        "quant_preprocess": False,
+    }
+    assert workflow["data_configs"] == []
+    assert "data_config" not in metric(workflow, "agreement") and "trim_padding" not in metric(workflow, "agreement")
+    assert recipe.synthetic and any("synthetic inputs" in note for note in recipe.notes)
+
+
+def test_dims_go_into_the_metrics_input_specs(tmp_path, bert):
+    recipe = build_workflow(bert, options(tmp_path, dim_values={"batch": 8, "sequence": 8}), ALL, SYNTHETIC)
+    for name in ("latency", "agreement"):
+        user = metric(recipe.workflow, name)["user_config"]
+        assert user["input_names"] == ["input_ids", "attention_mask", "token_type_ids"]
+        assert all(shape == [8, 8] for shape in user["input_shapes"])
+
+
+def test_a_model_that_is_no_transformer_is_not_fused_unless_asked(tmp_path, mlp):
+    assert list(build_workflow(mlp, options(tmp_path), ALL, SYNTHETIC).workflow["passes"]) == ["quantize"]
+    forced = build_workflow(mlp, options(tmp_path, fusion=True), ALL, SYNTHETIC).workflow["passes"]
+    assert list(forced) == ["fuse", "quantize"] and "only_onnxruntime" not in forced["fuse"]
+
+
+def test_quantize_only_and_no_fusion_leave_the_graph_alone(tmp_path, bert, bert_npz):
+    for kwargs in ({"quantize_only": True}, {"fusion": False}):
+        assert list(build_workflow(bert, options(tmp_path, **kwargs), ALL, bert_npz).workflow["passes"]) == ["quantize"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({"precision": "int4"}, {"type": "OnnxBlockWiseRtnQuantization", "bits": 4, "block_size": 32}),
+        ({"precision": "int4", "block_size": 16}, {"block_size": 16, "accuracy_level": 4}),
+        ({"precision": "fp16"}, {"type": "OnnxFloatToFloat16", "keep_io_types": True}),
+        ({"precision": "uint8"}, {"type": "OnnxAccuracyGuardedQuantization", "precision": "uint8"}),
+        (
+            {"act_precision": "uint8"},
+            {"type": "OnnxStaticQuantization", "quant_format": "QOperator", "activation_type": "uint8"},
+        ),
+        (
+            {"use_qdq_format": True},
+            {"type": "OnnxStaticQuantization", "quant_format": "QDQ", "activation_type": "int8"},
+        ),
+        ({"device": "npu"}, {"type": "OnnxStaticQuantization", "quant_format": "QDQ"}),
+        ({"device": "gpu"}, {"type": "OnnxFloatToFloat16"}),
+    ],
+)
+def test_each_precision_maps_onto_its_pass(tmp_path, bert, bert_npz, kwargs, expected):
+    quantize = build_workflow(bert, options(tmp_path, **kwargs), ALL, bert_npz).workflow["passes"]["quantize"]
+    assert {k: quantize.get(k) for k in expected} == expected
+
+
+def test_fp32_only_fuses_a_transformer_and_peephole_optimizes_anything_else(tmp_path, bert, mlp, bert_npz):
+    assert list(build_workflow(bert, options(tmp_path, precision="fp32"), ALL, bert_npz).workflow["passes"]) == ["fuse"]
+    passes = build_workflow(mlp, options(tmp_path, precision="fp32"), ALL, SYNTHETIC).workflow["passes"]
+    assert passes == {"optimize": {"type": "OnnxPeepholeOptimizer"}}
+    with pytest.raises(WorkflowConfigError, match="nothing to optimize"):
+        build_workflow(mlp, options(tmp_path, precision="fp32"), Installed(QUANT), SYNTHETIC)
+
+
+def test_static_quantization_needs_data(tmp_path, bert):
+    with pytest.raises(WorkflowConfigError, match="calibrates activation ranges on data; give --data") as caught:
+        build_workflow(bert, options(tmp_path, act_precision="uint8"), ALL, SYNTHETIC)
+    assert caught.value.owner == "--act_precision"
+
+
+def test_classifiers_keep_their_predicted_class_without_the_guard(tmp_path):
+    facts = model_facts_from_onnx(_renamed(mlp_model(), "output", "logits"), tmp_path / "m.onnx")
+    npz = DataSource("npz", tmp_path / "d.npz")
+    recipe = build_workflow(facts, options(tmp_path), ALL, npz)
+    assert recipe.keeps == CLASSIFIER_KEEPS
+    assert recipe.workflow["passes"]["quantize"]["type"] == "OnnxDynamicQuantization"
+    assert subs(recipe.workflow, "agreement")["top1"]["goal"]["value"] == 0.99
+    assert any("top1" in note for note in recipe.notes)
+
+
+def test_a_missing_graph_distribution_is_a_note_with_its_install_line(tmp_path, bert, bert_npz):
+    recipe = build_workflow(bert, options(tmp_path, precision="fp16"), Installed(QUANT), bert_npz)
+    assert list(recipe.workflow["passes"]) == ["quantize"]
+    note = next(n for n in recipe.notes if "fusion left out" in n)
+    assert "olive-passes-graph" in note and "pip install" in note
+    with pytest.raises(WorkflowConfigError, match=r"olive-passes-graph.*pip install") as caught:
+        build_workflow(bert, options(tmp_path, fusion=True), Installed(QUANT), bert_npz)
+    assert caught.value.owner == "--fusion"
+
+
+def test_a_missing_quantization_distribution_is_an_error_with_its_install_line(tmp_path, bert, bert_npz):
+    for kwargs in ({}, {"precision": "int4"}, {"precision": "fp16"}, {"act_precision": "uint8"}):
+        with pytest.raises(WorkflowConfigError, match="olive-passes-quant; install it with: pip install") as caught:
+            build_workflow(bert, options(tmp_path, **kwargs), Installed(GRAPH), bert_npz)
+        assert caught.value.owner == "--precision"
+
+
+def test_plugin_providers_are_targets_with_their_searched_options(tmp_path, bert, bert_npz):
+    installed = Installed(QUANT | GRAPH, plugin_providers={"OpenVINOExecutionProvider": ("INFERENCE_PRECISION_HINT",)})
+    chosen = options(tmp_path, providers=("CPUExecutionProvider", "OpenVINOExecutionProvider"))
+    accelerators = build_workflow(bert, chosen, installed, bert_npz).workflow["systems"]["target"]["accelerators"]
+    assert accelerators == [
+        {
+            "device": "cpu",
+            "execution_providers": [
+                "CPUExecutionProvider",
+                ["OpenVINOExecutionProvider", {"INFERENCE_PRECISION_HINT": "SEARCHABLE_VALUES"}],
+            ],
+        }
+    ]
+    gpu = build_workflow(bert, options(tmp_path, device="gpu"), ALL, bert_npz).workflow
+    assert gpu["systems"]["target"]["accelerators"][0]["execution_providers"] == ["CUDAExecutionProvider"]
+
+
+def test_max_time_limits_the_search(tmp_path, bert, bert_npz):
+    workflow = build_workflow(bert, options(tmp_path, max_time=30.0), ALL, bert_npz).workflow
+    assert workflow["search_strategy"]["max_time"] == 30.0
+
+
+def test_batch_size_and_max_samples_reach_the_data_and_the_guard(tmp_path, bert, bert_npz):
+    workflow = build_workflow(bert, options(tmp_path, batch_size=4, max_samples=8), ALL, bert_npz).workflow
+    assert workflow["data_configs"][0]["dataloader_config"] == {"batch_size": 4}
+    guard = workflow["passes"]["quantize"]
+    assert guard["batch_size"] == 4 and guard["max_samples"] == 8
+    # Batches of several samples are not run at each sample's real length.
+    assert "trim_padding" not in guard and "trim_padding" not in metric(workflow, "agreement")
+
+
+def test_a_hugging_face_model_is_converted_first_by_the_plugin_that_takes_it(tmp_path):
+    facts = ModelFacts(
+        "HfModel",
+        tmp_path,
+        inputs=(("input_ids", ("batch_size", "sequence_length"), "int64"),),
+        outputs=(("last_hidden_state", (), "float32"),),
+        mask_input="attention_mask",
+        task="feature-extraction",
+        tokenizer_dir=tmp_path,
+    )
+    text = DataSource("text", tmp_path / "s.txt", tmp_path)
+    installed = Installed(
+        QUANT | GRAPH | {"OnnxConversion"}, frozenset({"TextDataContainer"}), {}, {"HfModel": "OnnxConversion"}
+    )
+    workflow = build_workflow(facts, options(tmp_path), installed, text).workflow
+    assert list(workflow["passes"]) == ["convert", "quantize"]
+    assert workflow["passes"]["convert"] == {"type": "OnnxConversion", "data_config": "data"}
+    fused = build_workflow(facts, options(tmp_path, precision="fp16"), installed, text).workflow["passes"]
+    assert list(fused) == ["convert", "fuse", "quantize"]
+    assert "model_type" not in fused["fuse"]  # the conversion records it
+    assert workflow["input_model"] == {"type": "HfModel", "model_path": str(tmp_path), "task": "feature-extraction"}
+    assert workflow["data_configs"][0]["pre_process_data_config"]["tokenizer"] == str(tmp_path)
+    with pytest.raises(WorkflowConfigError, match=r"no installed pass converts a HfModel.*olive-passes-torch"):
+        build_workflow(facts, options(tmp_path), ALL, text)
+
+
+def test_a_decoder_with_a_generation_cache_is_refused(tmp_path):
+    facts = model_facts_from_onnx(_renamed(mlp_model(), "input", "past_key_values.0.key"), tmp_path / "p.onnx")
+    with pytest.raises(WorkflowConfigError, match="past key/values"):
+        build_workflow(facts, options(tmp_path), ALL, SYNTHETIC)
+
+
+def test_keeps_given_replace_the_defaults(tmp_path, bert, bert_npz):
+    keeps = (Keep("cosine_mean", ">=", 0.995), Keep("max_abs_diff", "<", 0.5))
+    recipe = build_workflow(bert, options(tmp_path, keeps=keeps), ALL, bert_npz)
+    guard = recipe.workflow["passes"]["quantize"]
+    assert guard["target_metric"] == ["cosine_mean", "max_abs_diff"] and guard["target_value"] == [0.995, 0.5]
+    agreement = subs(recipe.workflow, "agreement")
+    assert set(agreement) == {"cosine_mean", "max_abs_diff"}
+    assert agreement["max_abs_diff"]["goal"]["value"] == math.nextafter(0.5, -math.inf)
+
+
+def test_text_is_cut_to_128_tokens_or_the_models_longest_input(tmp_path):
+    facts = ModelFacts(
+        "HfModel", tmp_path, mask_input="attention_mask", task="feature-extraction", max_sequence_length=64
+    )
+    text = DataSource("text", tmp_path / "s.txt", tmp_path)
+    installed = Installed(ALL.passes | {"OnnxConversion"}, converters={"HfModel": "OnnxConversion"})
+
+    def max_length(**kwargs) -> int:
+        workflow = build_workflow(facts, options(tmp_path, **kwargs), installed, text).workflow
+        return workflow["data_configs"][0]["pre_process_data_config"]["max_length"]
+
+    assert max_length() == 64
+    assert max_length(max_length=32) == 32
+    assert max_length() == 64
+    with pytest.raises(WorkflowConfigError, match="takes at most 64; give --max-length 64 or less") as caught:
+        max_length(max_length=100)
+    assert caught.value.owner == "--max-length"
+    unlimited = attrs.evolve(facts, max_sequence_length=None)
+    workflow = build_workflow(unlimited, options(tmp_path), installed, text).workflow
+    assert workflow["data_configs"][0]["pre_process_data_config"]["max_length"] == 128
