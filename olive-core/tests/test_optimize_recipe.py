@@ -452,6 +452,14 @@ def test_max_time_limits_the_search(tmp_path, bert, bert_npz):
     assert workflow["search_strategy"]["max_time"] == 30.0
 
 
+def test_the_workflow_names_the_cache_it_was_given_and_otherwise_shares_the_per_user_one(tmp_path, bert, bert_npz):
+    given = build_workflow(bert, options(tmp_path), ALL, bert_npz).workflow
+    assert given["cache_dir"] == str(tmp_path / "cache")
+    default = OptimizeOptions(output_dir=tmp_path / "out", cache_dir=None)
+    # No key at all: `olive run` of the written workflow then uses the same per-user cache as the command did.
+    assert "cache_dir" not in build_workflow(bert, default, ALL, bert_npz).workflow
+
+
 def test_batch_size_and_max_samples_reach_the_data_and_the_guard(tmp_path, bert, bert_npz):
     workflow = build_workflow(bert, options(tmp_path, batch_size=4, max_samples=8), ALL, bert_npz).workflow
     assert workflow["data_configs"][0]["dataloader_config"] == {"batch_size": 4}

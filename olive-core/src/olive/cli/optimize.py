@@ -164,10 +164,9 @@ def _options(function: Any) -> Any:
         click.option(
             "--cache-dir",
             "cache_dir",
-            default=".olive-cache",
-            show_default=True,
+            default=None,
             type=click.Path(file_okay=False, path_type=Path),
-            help="Cache folder (reruns reuse it).",
+            help="Cache folder (reruns reuse it). Default: the per-user cache, as for olive run.",
         ),
         click.option(
             "--dry-run",
@@ -224,7 +223,7 @@ def _main(quantize_only: bool, output_default: str, params: dict[str, Any]) -> N
     output_dir = Path(params["output"] or output_default).expanduser().absolute()
     options = OptimizeOptions(
         output_dir=output_dir,
-        cache_dir=params["cache_dir"].expanduser().absolute(),
+        cache_dir=params["cache_dir"].expanduser().absolute() if params["cache_dir"] else None,
         keeps=tuple(parse_keep(k) for k in params["keeps"]),
         latency_budget=parse_latency_budget(params["latency_budget"]),
         precision=(params["precision"] or ("int8" if quantize_only else "auto")).strip().lower(),

@@ -172,7 +172,7 @@ class OptimizeOptions:
     """
 
     output_dir: Path
-    cache_dir: Path
+    cache_dir: Path | None
     keeps: tuple[Keep, ...] = ()
     latency_budget: float | None = None
     precision: str = "auto"

@@ -175,7 +175,8 @@ def build_workflow(facts: ModelFacts, options: OptimizeOptions, installed: Insta
             "seed": 0,
             **({"max_time": options.max_time} if options.max_time is not None else {}),
         },
-        "cache_dir": str(options.cache_dir),
+        # Without one, the workflow shares the per-user cache, as `olive run` of the written workflow does.
+        **({"cache_dir": str(options.cache_dir)} if options.cache_dir is not None else {}),
         "output_dir": str(options.output_dir),
         "log_severity_level": 2,
     }
