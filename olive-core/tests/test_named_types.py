@@ -8,6 +8,7 @@ Pass-specific behaviour (qualified names, identities, the default-config check) 
 from __future__ import annotations
 
 import re
+import sys
 
 import importlib_metadata
 import pytest
@@ -56,7 +57,10 @@ def test_a_broken_entry_fails_its_name_only():
     with pytest.raises(PluginLoadError) as caught:
         registry.get("Broken")
     assert "broken-gears==1.0" in caught.value.reason and "olive_no_such_module" in caught.value.reason
-    assert f"in group {GROUP}" in caught.value.reason
+    assert f'entry point Broken = "olive_no_such_module:Gear" in group {GROUP}' in caught.value.reason
+    assert caught.value.reason.endswith(
+        "Fix or reinstall broken-gears, or disable it with OLIVE_DISABLE_PLUGINS=broken-gears"
+    )
     assert isinstance(caught.value.__cause__, ModuleNotFoundError)
     assert {e.name: e.status for e in registry.entries()} == {"Broken": "failed", "Gear": "ok"}
 
@@ -68,7 +72,22 @@ def test_strict_mode_makes_any_failure_in_the_group_fatal():
             PluginLoadError, match=r"(?s)1 widget plugin\(s\) failed to load and OLIVE_STRICT_PLUGINS.*"
         ):
             lookup("Gear")
+    # The whole group was loaded by the first lookup, once: the good entry too.
+    assert {e.name: e.status for e in registry.entries()} == {"Broken": "failed", "Gear": "ok"}
     assert [e.name for e in registry.failures()] == ["Broken"]
+
+
+def test_a_name_loads_only_its_own_entry_unless_strict():
+    def entries() -> list[TypeEntry]:
+        return [_entry("Gear", "gears", f"{__name__}:Gear"), _entry("Other", "gears", f"{__name__}:OtherGear")]
+
+    lazy = _registry(*entries())
+    assert lazy.get("Gear") is Gear
+    assert {e.name: e.status for e in lazy.entries()} == {"Gear": "ok", "Other": "not loaded"}
+
+    strict = _registry(*entries(), policy=PluginPolicy(strict=True))
+    assert strict.get("Gear") is Gear
+    assert {e.name: e.status for e in strict.entries()} == {"Gear": "ok", "Other": "ok"}
 
 
 def test_the_block_lists_spare_exempt_distributions():
@@ -139,3 +158,76 @@ def test_registering_a_class_outside_the_base_fails_and_names_it():
         registry.register("Dict", dict, distribution="dicts")
     assert [e.status for e in registry.entries()] == ["failed"]
     assert registry.find_class("NoSuchWidget") is None
+
+
+def test_an_object_that_is_not_a_class_of_the_base_fails_its_name():
+    registry = _registry(
+        _entry("Function", "odd-gears", f"{__name__}:_entry"),
+        _entry("Dict", "odd-gears", "builtins:dict"),
+        _entry("Gear", "gears", f"{__name__}:Gear"),
+    )
+    with pytest.raises(PluginLoadError, match=rf"odd-gears==1\.0 .*{__name__}:_entry is a function, not a subclass"):
+        registry.get("Function")
+    with pytest.raises(PluginLoadError, match=r"builtins:dict is a class builtins\.dict, not a subclass") as caught:
+        registry.get("Dict")
+    assert isinstance(caught.value.__cause__, TypeError)
+    assert registry.get("Gear") is Gear
+    assert sorted(e.name for e in registry.failures()) == ["Dict", "Function"]
+
+
+def test_a_blocked_distribution_is_never_imported_and_leaves_the_name_to_the_other():
+    def entries() -> list[TypeEntry]:
+        return [
+            _entry("Gear", "gears", f"{__name__}:Gear"),
+            _entry("Gear", "Broken.Gears", "olive_no_such_module:Gear"),
+        ]
+
+    with pytest.raises(
+        OliveError,
+        match=r"widget 'Gear' is offered by Broken\.Gears==1\.0 and gears==1\.0; uninstall or disable one of them "
+        r"\(OLIVE_DISABLE_PLUGINS\)",
+    ):
+        _registry(*entries()).get("Gear")
+
+    registry = _registry(*entries(), policy=PluginPolicy(block=frozenset({"broken-gears"})))
+    assert registry.get("Gear") is Gear
+    blocked = next(e for e in registry.entries() if e.distribution == "Broken.Gears")
+    assert (blocked.status, blocked.exception) == ("blocked", None)
+    assert "disabled by OLIVE_DISABLE_PLUGINS; remove 'Broken.Gears' from it" in blocked.error
+    assert registry.load_all() == []
+
+
+def _write_distribution(root, name: str, version: str, entry_points: dict[str, str]) -> None:
+    info = root / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    lines = "".join(f"{key} = {value}\n" for key, value in entry_points.items())
+    (info / "entry_points.txt").write_text(f"[{GROUP}]\n{lines}")
+
+
+def test_installed_entries_are_listed_from_metadata_and_imported_on_first_use(tmp_path, monkeypatch):
+    module = "olive_test_widget_plugin"
+    (tmp_path / f"{module}.py").write_text('class Sprocket:\n    """A widget from an installed distribution."""\n')
+    _write_distribution(
+        tmp_path, "olive-test-widgets", "2.0", {"Sprocket": f"{module}:Sprocket", "Jammed": f"{module}:Jammed"}
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, module, raising=False)
+
+    registry = NamedTypeRegistry(GROUP, "widget", policy=PluginPolicy())
+    listed = {e.name: (e.requirement, e.value, e.status, e.installed) for e in registry.entries()}
+    assert listed == {
+        "Jammed": ("olive-test-widgets==2.0", f"{module}:Jammed", "not loaded", True),
+        "Sprocket": ("olive-test-widgets==2.0", f"{module}:Sprocket", "not loaded", True),
+    }
+    assert registry.distributions() == [("olive-test-widgets", "2.0")]
+    assert module not in sys.modules
+
+    try:
+        assert registry.get("sprocket").__module__ == module
+        assert module in sys.modules
+        with pytest.raises(PluginLoadError, match=r"olive-test-widgets==2\.0 .*Jammed.*OLIVE_DISABLE_PLUGINS="):
+            registry.get("Jammed")
+        assert {e.name: e.status for e in registry.entries()} == {"Jammed": "failed", "Sprocket": "ok"}
+    finally:
+        sys.modules.pop(module, None)
