@@ -294,8 +294,14 @@ class NamedTypeRegistry(Generic[EntryT]):
         Raises as :meth:`get_entry` does, and :class:`PluginLoadError` for a name whose distribution is broken
         or blocked (and, in strict mode, when any entry of the group fails to load).
         """
+        return self.load(self.load_entry(name))
+
+    def load_entry(self, name: str) -> EntryT:
+        """The entry ``name`` refers to, its class loaded; raises as :meth:`get` does."""
         self._check_strict_if_set()
-        return self.load(self.get_entry(name))
+        entry = self.get_entry(name)
+        self.load(entry)
+        return entry
 
     def find_class(self, name: str) -> type | None:
         """The class of ``name``, loading it on first use; None when nothing installed offers it.

@@ -198,10 +198,7 @@ class PassRegistry(NamedTypeRegistry[PassEntry]):
 
         Raises as :meth:`get_pass_class` does.
         """
-        self._check_strict_if_set()
-        entry = self.get_entry(name)
-        self.load(entry)
-        return entry
+        return self.load_entry(name)
 
     def _check_loaded(self, entry: PassEntry, cls: type) -> tuple[BaseException, str] | None:
         from olive.hardware.accelerator import DEFAULT_CPU_ACCELERATOR
