@@ -14,8 +14,7 @@ keep heavy imports inside the component functions).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -97,18 +96,10 @@ def new_container_registry(entry_points: bool = True) -> NamedTypeRegistry:
 
 
 _registry: ProcessWide[NamedTypeRegistry] = ProcessWide(new_container_registry)
-
-
-def container_registry() -> NamedTypeRegistry:
-    """The process-wide registry of plugin container types, scanned on first use."""
-    return _registry.get()
-
-
-@contextmanager
-def use_container_registry(registry: NamedTypeRegistry) -> Iterator[NamedTypeRegistry]:
-    """Make ``registry`` the process-wide one inside the ``with`` block (tests, embedders)."""
-    with _registry.use(registry):
-        yield registry
+#: The process-wide registry of plugin container types, scanned on first use.
+container_registry = _registry.get
+#: Make a registry the process-wide one inside the ``with`` block (tests, embedders).
+use_container_registry = _registry.use
 
 
 def find_container(name: str) -> type[DataContainerType] | None:
@@ -116,8 +107,7 @@ def find_container(name: str) -> type[DataContainerType] | None:
 
     Raises :class:`~olive.exceptions.PluginLoadError` when the distribution that offers it is broken.
     """
-    entry = container_registry().find(name)
-    return None if entry is None else container_registry().load(entry)
+    return container_registry().find_class(name)
 
 
 def unknown_container_reason(name: str) -> str | None:

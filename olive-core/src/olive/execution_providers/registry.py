@@ -24,7 +24,6 @@ import attrs
 from olive.exceptions import ExecutionProviderError, PluginLoadError
 from olive.execution_providers.adapter import EPUnavailableError, ExecutionProviderAdapter, device_type
 from olive.execution_providers.known import OpenVINOAdapter, WebGpuAdapter
-from olive.plugins.discovery import normalize_name
 from olive.plugins.named_types import NamedTypeRegistry
 from olive.plugins.process_wide import ProcessWide
 
@@ -65,24 +64,15 @@ def new_ep_adapter_registry(entry_points: bool = True) -> NamedTypeRegistry:
         fallbacks=(_CORE,),
     )
     for name, cls in BUILTIN_ADAPTERS.items():
-        if not any(e.name == name and normalize_name(e.distribution) == _CORE for e in registry.entries()):
-            registry.register(name, cls, distribution=_CORE)
+        registry.register_unless_listed(name, cls, _CORE)
     return registry
 
 
 _registry: ProcessWide[NamedTypeRegistry] = ProcessWide(new_ep_adapter_registry)
-
-
-def ep_adapter_registry() -> NamedTypeRegistry:
-    """The process-wide registry of adapters, scanned on first use."""
-    return _registry.get()
-
-
-@contextmanager
-def use_ep_adapter_registry(registry: NamedTypeRegistry) -> Iterator[NamedTypeRegistry]:
-    """Make ``registry`` the process-wide one inside the ``with`` block (tests, embedders)."""
-    with _registry.use(registry):
-        yield registry
+#: The process-wide registry of adapters, scanned on first use.
+ep_adapter_registry = _registry.get
+#: Make a registry the process-wide one inside the ``with`` block (tests, embedders).
+use_ep_adapter_registry = _registry.use
 
 
 def adapter_name(ep_name: str) -> str:
@@ -95,11 +85,8 @@ def adapter_for(ep_name: str) -> ExecutionProviderAdapter | None:
 
     :raises PluginLoadError: the adapter's distribution is broken (named, with the original error).
     """
-    registry = ep_adapter_registry()
-    entry = registry.find(adapter_name(ep_name))
-    if entry is None:
-        return None
-    return registry.load(entry)()
+    cls = ep_adapter_registry().find_class(adapter_name(ep_name))
+    return None if cls is None else cls()
 
 
 # ------------------------------------------------------------------------------------------------ onnxruntime

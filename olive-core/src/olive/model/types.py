@@ -41,15 +41,13 @@ What a pass needs beyond that is between the pass and the model type: ``OnnxConv
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from olive.config_errors import expect
 from olive.exceptions import ModelLoadError, PluginLoadError, WorkflowConfigError
 from olive.model.handler import OliveModelHandler, ONNXModelHandler
-from olive.plugins.discovery import normalize_name
 from olive.plugins.install_hints import (
     MICROSOFT_OLIVE_ONLY_MODEL_TYPES,
     REPOSITORY_MODEL_TYPES,
@@ -91,25 +89,15 @@ def new_model_type_registry(entry_points: bool = True) -> NamedTypeRegistry:
         entry_points=entry_points,
         exempt=(_CORE,),
     )
-    if not any(e.name == "ONNXModel" and normalize_name(e.distribution) == _CORE for e in registry.entries()):
-        # olive-core run from a source tree whose metadata predates its entry point: ONNX still works.
-        registry.register("ONNXModel", ONNXModelHandler, distribution=_CORE)
+    registry.register_unless_listed("ONNXModel", ONNXModelHandler, _CORE)
     return registry
 
 
 _registry: ProcessWide[NamedTypeRegistry] = ProcessWide(new_model_type_registry)
-
-
-def model_type_registry() -> NamedTypeRegistry:
-    """The process-wide registry of model types, scanned on first use."""
-    return _registry.get()
-
-
-@contextmanager
-def use_model_type_registry(registry: NamedTypeRegistry) -> Iterator[NamedTypeRegistry]:
-    """Make ``registry`` the process-wide one inside the ``with`` block (tests, embedders)."""
-    with _registry.use(registry):
-        yield registry
+#: The process-wide registry of model types, scanned on first use.
+model_type_registry = _registry.get
+#: Make a registry the process-wide one inside the ``with`` block (tests, embedders).
+use_model_type_registry = _registry.use
 
 
 def get_model_type(name: str) -> type[OliveModelHandler]:

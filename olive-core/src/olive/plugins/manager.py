@@ -11,7 +11,6 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
 import attrs
@@ -174,21 +173,12 @@ def new_plugin_manager(entry_points: bool = True, policy: PluginPolicy | None = 
 
 
 _manager: ProcessWide[OlivePluginManager] = ProcessWide(new_plugin_manager)
-
-
-def get_plugin_manager() -> OlivePluginManager:
-    """The process-wide plugin manager, built on first use."""
-    return _manager.get()
-
-
-def set_plugin_manager(pm: OlivePluginManager | None) -> OlivePluginManager | None:
-    """Make ``pm`` the process-wide manager (None: rebuild on next use); returns the previous one."""
-    return _manager.set(pm)
-
-
-def use_plugin_manager(pm: OlivePluginManager) -> AbstractContextManager[OlivePluginManager]:
-    """Make ``pm`` the process-wide manager inside the ``with`` block."""
-    return _manager.use(pm)
+#: The process-wide plugin manager, built on first use.
+get_plugin_manager = _manager.get
+#: Make a manager the process-wide one (None: rebuild on next use); returns the previous one.
+set_plugin_manager = _manager.set
+#: Make a manager the process-wide one inside the ``with`` block.
+use_plugin_manager = _manager.use
 
 
 @attrs.frozen

@@ -1,4 +1,13 @@
-"""One process-wide object (the plugin manager, the pass registry), built on first use and replaceable."""
+"""One process-wide object (the plugin manager, the pass registry, the registries of model types, data
+containers and execution provider adapters), built on first use and replaceable.
+
+A module offers its object through the holder's methods under names of its own::
+
+    _registry = ProcessWide(PassRegistry)
+    get_registry = _registry.get
+    set_registry = _registry.set
+    use_registry = _registry.use
+"""
 
 from __future__ import annotations
 
@@ -21,6 +30,7 @@ class ProcessWide(Generic[T]):
         self._lock = threading.RLock()
 
     def get(self) -> T:
+        """The object, built on first use."""
         with self._lock:
             if self._value is None:
                 self._value = self._factory()
