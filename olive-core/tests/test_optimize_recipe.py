@@ -85,6 +85,11 @@ def test_keep_parses_metric_operator_and_value(text: str, expected: Keep) -> Non
     assert parse_keep(text) == expected
 
 
+def test_a_keep_is_printed_with_every_digit_given() -> None:
+    # Rounded for display, 0.99999999 read as 1: a goal no model can miss by as little as it was missed.
+    assert str(parse_keep("cosine_min>=0.99999999")) == "cosine_min>=0.99999999"
+
+
 def test_a_strict_keep_asks_for_more_than_its_value_and_an_inclusive_one_for_the_value() -> None:
     assert parse_keep("cosine_min>=0.97").threshold == 0.97
     assert parse_keep("cosine_min>0.97").threshold > 0.97

@@ -56,7 +56,7 @@ class Keep:
         return value >= self.threshold if self.higher_is_better else value <= self.threshold
 
     def __str__(self) -> str:
-        return f"{self.metric}{self.op}{self.value:g}"
+        return f"{self.metric}{self.op}{self.value!r}"
 
 
 #: what a model whose first output is a vector (or a sequence of vectors) keeps by default: the measured
