@@ -157,6 +157,23 @@ def test_external_data_name_outside_the_output_folder_is_a_config_error_and_dele
     assert victim.read_text() == "keep me"
 
 
+@pytest.mark.parametrize("name", ["model.onnx", "MODEL.onnx"])
+def test_external_data_named_as_the_model_file_is_refused_before_writing(tmp_path: Path, name: str) -> None:
+    from olive.testing.models import mlp_model
+
+    out = tmp_path / "direct"
+    with pytest.raises(PassConfigError, match="is the name of the model file itself"):
+        model_proto_to_file(mlp_model(), out / "model.onnx", save_as_external_data=True, external_data_name=name)
+    assert not out.exists() or not any(out.iterdir())
+
+    passes = {"add": {"type": "AddMatMuls", "n": 1, "save_as_external_data": True, "external_data_name": name}}
+    config = _write(tmp_path / "wf.json", base_workflow(tmp_path, passes=passes))
+    result = _invoke("run", str(config))
+    # Before: the weights went over the model file and onnxruntime failed on the result (or run-pass exited 0).
+    assert result.exit_code == 2 and "is the name of the model file itself" in result.stderr, result.output
+    assert not (tmp_path / "out" / "model.onnx").exists()
+
+
 def test_a_plain_external_data_name_is_written_inside_the_output_folder(tmp_path: Path) -> None:
     passes = {"add": {"type": "AddMatMuls", "n": 1, "save_as_external_data": True, "external_data_name": "w.bin"}}
     config = _write(tmp_path / "wf.json", base_workflow(tmp_path, passes=passes))

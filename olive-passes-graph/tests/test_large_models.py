@@ -20,8 +20,10 @@ from olive.measure import create_session
 from olive.model.handler import ONNXModelHandler
 from olive.passes.onnx import common
 from olive.testing.models import bert_like_model_files, output_cosine, random_inputs
+from olive_passes_graph.dynamic_to_fixed_shape import DynamicToFixedShape
 from olive_passes_graph.opset_conversion import OnnxOpVersionConversion
 from olive_passes_graph.peephole import OnnxPeepholeOptimizer
+from olive_passes_graph.session_params_tuning import OrtSessionParamsTuning
 from olive_passes_graph.transformer_optimization import OrtTransformersOptimization
 
 
@@ -89,3 +91,22 @@ def test_opset_conversion_past_the_limit_is_refused_before_work(tmp_path, extern
     with pytest.raises(PassRunError, match=r"version converter takes the whole model.*2 GB.*convert the opset"):
         _run(OnnxOpVersionConversion, {"target_opset": 18}, external, tmp_path / "out")
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+@pytest.mark.parametrize(
+    ("cls", "params"),
+    [
+        (OrtSessionParamsTuning, {"warmup_num": 1, "repeat_test_num": 2, "intra_thread_num_list": [1]}),
+        (DynamicToFixedShape, {"dim_param": ["batch", "sequence"], "dim_value": [2, 16]}),
+    ],
+    ids=["OrtSessionParamsTuning", "DynamicToFixedShape"],
+)
+def test_passes_that_keep_the_weights_leave_the_input_readable(tmp_path, external, cls, params):
+    before = _digest(Path(external.model_path).parent)
+    result = _run(cls, params, external, tmp_path / "out")
+    # A hard link to the input's data file would make onnx refuse the input itself ("hardlink attack").
+    for model in (external, result):
+        onnx.checker.check_model(model.model_path, full_check=True)
+        onnx.load(model.model_path, load_external_data=True)
+    assert _cosine(external, result) >= 0.99999
+    assert _digest(Path(external.model_path).parent) == before

@@ -196,9 +196,11 @@ def ort_offline_optimize_to(
 
 
 def copy_model_files(model: ONNXModelHandler, output_model_path: str | Path) -> Path:
-    """Put the model file and its external data under ``output_model_path`` (hard links where possible)."""
-    import os
+    """Copy the model file and its external data under ``output_model_path``.
 
+    Copies (through the kernel, not through memory), never hard links: onnx refuses to read a data file that
+    has a second link, so a link would make the user's own input model unreadable while the copy lasts.
+    """
     from olive.passes.onnx.common import resolve_onnx_path
 
     source = Path(model.model_path)
@@ -208,10 +210,7 @@ def copy_model_files(model: ONNXModelHandler, output_model_path: str | Path) -> 
         target.parent.mkdir(parents=True, exist_ok=True)
         if target.exists():
             target.unlink()
-        try:
-            os.link(file, target)
-        except OSError:
-            shutil.copy2(file, target)
+        shutil.copyfile(file, target)
     return destination
 
 

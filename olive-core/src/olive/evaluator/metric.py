@@ -196,10 +196,6 @@ class Metric:
     def keys(self) -> list[str]:
         return [joint_key(self.name, sub.name) for sub in self.sub_types]
 
-    @property
-    def is_plugin(self) -> bool:
-        return self.type not in BUILTIN_TYPES
-
 
 _PLUGIN_METRICS: dict[int, tuple[Any, dict[str, Callable[..., Any]]]] = {}
 

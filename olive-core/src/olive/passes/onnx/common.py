@@ -109,6 +109,12 @@ def model_proto_to_file(
         raise PassConfigError(
             f"external_data_name '{location}' cannot be used: {exc}; give a plain file name such as 'model.onnx.data'"
         ) from None
+    if location.casefold() == output_path.name.casefold():
+        # The weights would be written over the model file itself (or, on a case-insensitive disk, onto it).
+        raise PassConfigError(
+            f"external_data_name '{location}' is the name of the model file itself; give another name, such as "
+            f"'{output_path.name}.data'"
+        )
     # onnx appends to an existing data file; the output folder is the pass's own, so a leftover is replaced.
     (output_path.parent / location).unlink(missing_ok=True)
     if weights_dir is not None:
