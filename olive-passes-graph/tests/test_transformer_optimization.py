@@ -133,6 +133,28 @@ def test_unknown_model_type_is_a_config_error():
         OrtTransformersOptimization.generate_config(DEFAULT_CPU_ACCELERATOR, {"model_type": "brt"})
 
 
+def test_the_model_types_checked_without_onnxruntime_are_onnxruntimes():
+    from onnxruntime.transformers.optimizer import MODEL_TYPES
+
+    from olive_passes_graph.transformer_optimization import COMMON_MODEL_TYPES
+
+    assert set(MODEL_TYPES) >= COMMON_MODEL_TYPES
+
+
+def test_checking_a_common_model_type_imports_no_onnxruntime():
+    """A cached rerun checks every pass config: for a model type every onnxruntime knows, that costs no import."""
+    code = """
+import sys
+from olive.hardware import DEFAULT_CPU_ACCELERATOR
+from olive_passes_graph.transformer_optimization import OrtTransformersOptimization
+OrtTransformersOptimization.generate_config(DEFAULT_CPU_ACCELERATOR, {"model_type": "bert", "opt_level": 1})
+print(sorted(m for m in ("onnxruntime", "onnx", "numpy", "sympy") if m in sys.modules))
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "[]"
+
+
 def test_unknown_fusion_option_is_a_config_error():
     with pytest.raises(PassConfigError, match="unknown key 'enable_gelus' \\(did you mean 'enable_gelu'\\?\\)"):
         OrtTransformersOptimization.generate_config(

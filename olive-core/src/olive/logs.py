@@ -25,7 +25,9 @@ import contextlib
 import importlib.util
 import logging
 import os
+import sys
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 from olive.plugins.discovery import iter_entry_points
 
@@ -33,16 +35,44 @@ from olive.plugins.discovery import iter_entry_points
 _PLUGIN_GROUPS = ("olive.passes", "olive.models", "olive.data_containers", "olive.plugins")
 
 
+# (sys.path and the modification time of each of its folders) -> the names found then: installing or removing a
+# distribution changes its folder, and then the entry points are read again.
+_NAMES_SEEN: tuple[tuple[tuple[str, int | None], ...], list[str]] | None = None
+
+
 def olive_logger_names() -> list[str]:
     """``olive``, then the top-level package of every installed plugin's entry points (read from metadata; nothing
-    is imported)."""
+    is imported, and the metadata once while no folder of ``sys.path`` changes)."""
+    global _NAMES_SEEN
+    fingerprint = tuple((entry, _mtime_ns(entry)) for entry in sys.path)
+    if _NAMES_SEEN is not None and _NAMES_SEEN[0] == fingerprint:
+        return list(_NAMES_SEEN[1])
     names = ["olive"]
-    for group in _PLUGIN_GROUPS:
-        for found in iter_entry_points(group):
-            package = found.value.split(":", 1)[0].split(".", 1)[0].strip()
-            if package and package not in names:
-                names.append(package)
-    return names
+    for value in _plugin_targets():
+        package = value.split(":", 1)[0].split(".", 1)[0].strip()
+        if package and package not in names:
+            names.append(package)
+    _NAMES_SEEN = (fingerprint, names)
+    return list(names)
+
+
+def _plugin_targets() -> list[str]:
+    """The ``module:attr`` of every entry point in the plugin groups: one reading of the metadata, no
+    distribution's name or version (which would parse each one's METADATA file)."""
+    import importlib_metadata
+
+    try:
+        return [ep.value for ep in importlib_metadata.entry_points() if ep.group in _PLUGIN_GROUPS]
+    except Exception:
+        # One distribution's metadata is malformed: discovery reads them one by one and skips just that one.
+        return [found.value for group in _PLUGIN_GROUPS for found in iter_entry_points(group)]
+
+
+def _mtime_ns(folder: str) -> int | None:
+    try:
+        return Path(folder or ".").stat().st_mtime_ns
+    except OSError:
+        return None
 
 
 @contextlib.contextmanager

@@ -77,6 +77,14 @@ _HIDDEN_SIZE_NAMES = ("hidden_size", "dim", "d_model", "n_embd")
 __all__ = ["OrtTransformersOptimization", "infer_num_heads_and_hidden_size"]
 
 
+# Model types of onnxruntime's transformer optimizer (``onnxruntime.transformers.optimizer.MODEL_TYPES``) that every
+# onnxruntime version this distribution supports knows; a test checks they are all in the installed one's.
+COMMON_MODEL_TYPES = frozenset(
+    {"bart", "bert", "bert_keras", "bert_tf", "clip", "gpt2", "gpt2_tf", "gpt_neox", "swin", "t5", "tnlr", "unet"}
+    | {"vae", "vit"}
+)
+
+
 class OrtTransformersOptimization(Pass):
     """Fuse transformer sub-graphs into onnxruntime's contrib ops (onnxruntime.transformers.optimizer).
 
@@ -157,12 +165,17 @@ class OrtTransformersOptimization(Pass):
 
     @classmethod
     def _check_config(cls, config: BasePassConfig, accelerator_spec: AcceleratorSpec) -> None:
-        from onnxruntime.transformers.optimizer import MODEL_TYPES
+        known: Any = COMMON_MODEL_TYPES
+        if config.model_type is not None and config.model_type not in known:
+            # Checking a config is part of every run, a cached one too: onnxruntime's optimizer (and sympy, numpy,
+            # onnx with it) is imported only for a model type outside those every supported version knows.
+            from onnxruntime.transformers.optimizer import MODEL_TYPES
 
-        if config.model_type is not None and config.model_type not in MODEL_TYPES:
+            known = MODEL_TYPES
+        if config.model_type is not None and config.model_type not in known:
             raise PassParamError(
-                f"param 'model_type' is '{config.model_type}'{closest_match_hint(config.model_type, MODEL_TYPES)}, "
-                f"which onnxruntime's transformer optimizer does not know; use one of {', '.join(sorted(MODEL_TYPES))}",
+                f"param 'model_type' is '{config.model_type}'{closest_match_hint(config.model_type, known)}, "
+                f"which onnxruntime's transformer optimizer does not know; use one of {', '.join(sorted(known))}",
                 params="model_type",
             )
         if config.opt_level is not None and config.opt_level not in (0, 1, 2, 99):

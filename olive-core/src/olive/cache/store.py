@@ -7,6 +7,8 @@ Layout under the cache folder::
     evals/<k[:2]>/<k>.json    one evaluation result
     tmp/<pid>-<k>-<rand>/     a run in progress; renamed into runs/ when it finishes
     locks/                    lock files: one per pass run in progress, one per host for timing metrics
+    digests/<h[:2]>/<h>.json  the sha256 of a file hashed by an earlier run (h: the hash of its path), with the
+                              signature it had then (inode, size, mtime, ctime); reused only while that holds
 
 A key is the full sha256 of everything the result depends on (see ``olive.engine.keys``). A run is
 written into ``tmp/`` and renamed into place in one ``os.rename``, so a reader sees a finished entry or
@@ -39,6 +41,7 @@ import socket
 import stat as stat_mode
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -49,7 +52,7 @@ from olive.paths import UnsafeName, inside, system_folder_reason
 logger = logging.getLogger(__name__)
 
 MARKER = "olive-cache.json"
-_SUBFOLDERS = ("runs", "evals", "tmp", "locks")
+_SUBFOLDERS = ("runs", "evals", "tmp", "locks", "digests")
 # The names this store gives what it writes. Only what matches is ever deleted: a cache_dir may be a folder
 # that also holds the user's own files (even a `tmp/` or `runs/` of theirs).
 _KEY = r"[0-9a-f]{64}"
@@ -57,15 +60,22 @@ _SHARD = re.compile(r"[0-9a-f]{2}")
 _RUN_ENTRY = re.compile(_KEY)
 _EVAL_ENTRY = re.compile(rf"(?:{_KEY}\.json|\.{_KEY}\.json\.\d+\.[0-9a-f]{{8}}\.tmp)")
 _TMP_ENTRY = re.compile(r"(\d+)-[0-9a-f]{16}-[0-9a-f]{8}")
+_DIGEST_ENTRY = _EVAL_ENTRY  # digests/<k[:2]>/<k>.json, written as evaluations are
 _LOCK_ENTRY = re.compile(r"(?:run-[0-9a-f]{32}|host-[A-Za-z0-9_.-]+)\.lock")
 _MARKER_TMP = re.compile(rf"\.{re.escape(MARKER)}\.\d+\.[0-9a-f]{{8}}\.tmp")
 _FORMAT = 1
-# In-process memo of file hashes: (path, inode, size, mtime_ns) -> sha256. Hashing big models on every
-# lookup would dominate a fully cached run.
-_HASH_MEMO: dict[tuple[str, int, int, int], str] = {}
-# A file modified this recently may be rewritten again within one timestamp tick with the same size, so
-# its memo entry could go stale unseen; such files are hashed every time (as git does for "racy" files).
+# In-process memo of file hashes, by file signature (see file_signature). Hashing big models on every lookup
+# would dominate a fully cached run.
+_HASH_MEMO: dict[FileSignature, str] = {}
+# A file changed this recently may be rewritten again within one timestamp tick with the same size, so a
+# digest kept for it could go stale unseen; such files are hashed every time (as git does for "racy" files).
 _RACY_SECONDS = 2.0
+#: How many times each file's bytes were read to hash them in this process (resolved path -> count): what the
+#: digest memo saves is visible here.
+HASH_READS: Counter[str] = Counter()
+# Where digests are kept between runs (see CacheStore.keeping_digests); None: only in this process.
+_DIGEST_DIR: Path | None = None
+DIGESTS = "digests"
 RUN_RECORD = "run.json"
 _HASH = re.compile(r"[0-9a-f]{64}")
 
@@ -92,21 +102,86 @@ def entry_files(folder: str | Path) -> dict[str, list[int]] | None:
     return files
 
 
+FileSignature = tuple[str, int, int, int, int]
+
+
+def _now() -> float:
+    """The clock racy files are judged by (tests move it forward instead of waiting)."""
+    return time.time()
+
+
+def file_signature(path: str | Path, info: os.stat_result | None = None) -> FileSignature | None:
+    """``(resolved path, inode, size, mtime_ns, ctime_ns)`` of a file, which changes whenever its content can
+    have: a write moves ctime (which no program can set back, unlike mtime), a replacement the inode. None when
+    the file changed too recently to tell a later same-size rewrite within the same clock tick apart: then
+    nothing may be remembered of its content."""
+    info = info or Path(path).stat()
+    if _now() - max(info.st_mtime, info.st_ctime) <= _RACY_SECONDS:
+        return None
+    return (str(Path(path).resolve()), info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
 def hash_file(path: str | Path) -> str:
-    """The sha256 of a file's bytes (memoized on path, size and modification time)."""
+    """The sha256 of a file's bytes, read at most once per process while its :func:`file_signature` holds, and
+    once across runs while a cache keeps digests (:meth:`CacheStore.keeping_digests`)."""
     path = Path(path)
-    stat = path.stat()
-    memo_key = (str(path.resolve()), stat.st_ino, stat.st_size, stat.st_mtime_ns)
-    digest = _HASH_MEMO.get(memo_key)
+    signature = file_signature(path)
+    digest = _HASH_MEMO.get(signature) if signature is not None else None
+    if digest is not None:
+        return digest
+    digest = _stored_digest(signature) if signature is not None else None
     if digest is None:
         sha = hashlib.sha256()
         with path.open("rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 sha.update(block)
         digest = sha.hexdigest()
-        if time.time() - stat.st_mtime > _RACY_SECONDS:
-            _HASH_MEMO[memo_key] = digest
+        HASH_READS[str(path.resolve())] += 1
+        # Remembered only when the file is as it was before reading it (not rewritten meanwhile).
+        if signature is not None and file_signature(path) == signature:
+            _store_digest(signature, digest)
+        else:
+            signature = None
+    if signature is not None:
+        _HASH_MEMO[signature] = digest
     return digest
+
+
+def _digest_record(signature: FileSignature) -> Path | None:
+    if _DIGEST_DIR is None:
+        return None
+    name = hashlib.sha256(signature[0].encode("utf-8", "surrogateescape")).hexdigest()
+    return _DIGEST_DIR / name[:2] / f"{name}.json"
+
+
+def _stored_digest(signature: FileSignature) -> str | None:
+    """The digest recorded for this very file signature by an earlier run, if any (the path, inode, size, mtime
+    and ctime must all match: any other file, or this one changed, is hashed again)."""
+    record = _digest_record(signature)
+    if record is None:
+        return None
+    try:
+        stored = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(stored, dict) or stored.get("signature") != list(signature):
+        return None
+    digest = stored.get("sha256")
+    return digest if isinstance(digest, str) and _HASH.fullmatch(digest) else None
+
+
+def _store_digest(signature: FileSignature, digest: str) -> None:
+    record = _digest_record(signature)
+    if record is None:
+        return
+    tmp = record.with_name(f".{record.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps({"signature": list(signature), "sha256": digest}), encoding="utf-8")
+        tmp.replace(record)
+    except OSError:  # a read-only cache serves hits; the digest is then only kept in this process
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
 def hash_model(model: Any) -> str:
@@ -214,6 +289,17 @@ class CacheStore:
             shutil.rmtree(entry, ignore_errors=True)
             removed += 1
         return removed
+
+    @contextlib.contextmanager
+    def keeping_digests(self) -> Iterator[None]:
+        """While inside, :func:`hash_file` keeps the digests of files it hashes under ``digests/`` and reuses them
+        in later runs while the file's signature (path, inode, size, mtime, ctime) is unchanged."""
+        global _DIGEST_DIR
+        previous, _DIGEST_DIR = _DIGEST_DIR, self.root / DIGESTS
+        try:
+            yield
+        finally:
+            _DIGEST_DIR = previous
 
     # ------------------------------------------------------------------------------------------
     # Pass runs
@@ -460,6 +546,7 @@ class CacheStore:
             ("evals", _EVAL_ENTRY, True),
             ("tmp", _TMP_ENTRY, False),
             ("locks", _LOCK_ENTRY, False),
+            (DIGESTS, _DIGEST_ENTRY, True),
         ):
             _remove_owned(self.root / sub, pattern, sharded, kept, self.root)
         for entry in self.root.iterdir():

@@ -129,6 +129,9 @@ class Engine:
             self.progress.stop()
             # On Ctrl-C or an error, running trials are stopped; finished ones are in the cache.
             executor.close(cancel=not finished)
+            # The search is over: what its evaluations shared is not kept while the outputs are written.
+            if self.evaluator is not None:
+                self.evaluator.release()
         return self._output()
 
     def _reference(self, local: TrialWorker) -> str:

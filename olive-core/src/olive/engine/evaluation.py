@@ -146,6 +146,10 @@ class ModelEvaluator:
             self.cache.put_eval(key, {"result": metrics, "where": where, "placement": placement})
         return EvaluationResult(metrics, False, where, time.perf_counter() - start, placement=placement)
 
+    def release(self) -> None:
+        """Let go of what the evaluations of a search share (the reference model's outputs)."""
+        self.evaluator.release()
+
     @contextlib.contextmanager
     def _measuring(self, where: dict[str, Any]) -> Iterator[None]:
         if self.lock_cache is None:

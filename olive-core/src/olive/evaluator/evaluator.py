@@ -163,6 +163,10 @@ class OliveEvaluator:
             result.metadata[metric.name] = metadata
         return result
 
+    def release(self) -> None:
+        """Let go of the reference model's outputs kept for the comparisons of a search (call when it ends)."""
+        self._reference_outputs.clear()
+
     def data_config_of(self, metric: Metric) -> DataConfig | None:
         return None if metric.data_config is None else self.data_configs[metric.data_config]
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from olive.config_errors import expect, quoted, user_path
 from olive.exceptions import ModelLoadError, WorkflowConfigError, closest_match_hint
 from olive.measure.sessions import create_session
+from olive.model.onnx_scan import NUMPY_DTYPES, DecodeError, OnnxFileFacts, onnx_file_facts
 from olive.paths import UnsafeName, check_plain_name
 
 if TYPE_CHECKING:
@@ -146,11 +147,26 @@ class ONNXModelHandler(OliveModelHandler):
         return str(Path(self.model_path).parent)
 
     def validate(self) -> None:
-        """Check that the file exists and parses as ONNX (without loading external weights)."""
-        proto = self.load_model(load_external_data=False)
+        """Check that the file exists and is an ONNX model with a graph (its weights are not read)."""
+        facts = self._facts()
+        # When the scan cannot decode it, onnx says what is wrong (or reads what the scan could not).
+        has_graph = (
+            facts.has_graph if facts is not None else self.load_model(load_external_data=False).HasField("graph")
+        )
         # Protobuf parses an empty (or truncated-to-nothing) file as an empty ModelProto without complaint.
-        if not proto.HasField("graph"):
+        if not has_graph:
             raise ModelLoadError(f"'{self.model_path}' is not a valid ONNX model (it holds no graph); check the file")
+
+    def _facts(self) -> OnnxFileFacts | None:
+        """The file's graph inputs, outputs and external data locations, read without its weights (once per
+        file and process); None when the scan cannot decode it."""
+        path = self.model_path
+        try:
+            return onnx_file_facts(path)
+        except DecodeError:
+            return None
+        except OSError as exc:
+            raise ModelLoadError(f"cannot read ONNX model '{path}' ({exc.strerror or exc}); check the file") from exc
 
     def load_model(self, load_external_data: bool = True) -> onnx.ModelProto:
         """Load the ``ModelProto`` (with its external data unless asked not to)."""
@@ -184,15 +200,19 @@ class ONNXModelHandler(OliveModelHandler):
 
     def external_data_files(self) -> list[str]:
         """Paths of the external data files the model refers to (reads the graph, not the weights)."""
-        from onnx.external_data_helper import _get_all_tensors, uses_external_data
+        facts = self._facts()
+        if facts is not None:
+            locations = list(facts.external_locations)
+        else:
+            from onnx.external_data_helper import _get_all_tensors, uses_external_data
 
-        proto = self.load_model(load_external_data=False)
-        locations: list[str] = []
-        for tensor in _get_all_tensors(proto):
-            if uses_external_data(tensor):
-                for entry in tensor.external_data:
-                    if entry.key == "location" and entry.value not in locations:
-                        locations.append(entry.value)
+            proto = self.load_model(load_external_data=False)
+            locations = []
+            for tensor in _get_all_tensors(proto):
+                if uses_external_data(tensor):
+                    for entry in tensor.external_data:
+                        if entry.key == "location" and entry.value not in locations:
+                            locations.append(entry.value)
         return [str(Path(self.model_dir) / loc) for loc in locations]
 
     @property
@@ -207,7 +227,19 @@ class ONNXModelHandler(OliveModelHandler):
         return total + sum(Path(f).stat().st_size for f in self.external_data_files() if Path(f).exists())
 
     def get_io_config(self) -> dict[str, Any]:
-        """Input/output names, shapes (ints or dim names) and numpy dtype names."""
+        """Input/output names, shapes (ints or dim names) and numpy dtype names (reads the graph, not the weights)."""
+        facts = self._facts()
+        if facts is not None and all(v.elem_type in NUMPY_DTYPES for v in (*facts.inputs, *facts.outputs)):
+            inputs = [v for v in facts.inputs if v.name not in facts.initializer_names]
+            outputs = [v for v in facts.outputs if v.name not in facts.initializer_names]
+            return {
+                "input_names": [v.name for v in inputs],
+                "input_shapes": [[d if isinstance(d, int) else (d or "?") for d in v.dims] for v in inputs],
+                "input_types": [NUMPY_DTYPES[v.elem_type] for v in inputs],
+                "output_names": [v.name for v in outputs],
+                "output_shapes": [[d if isinstance(d, int) else (d or "?") for d in v.dims] for v in outputs],
+                "output_types": [NUMPY_DTYPES[v.elem_type] for v in outputs],
+            }
         import onnx
 
         proto = self.load_model(load_external_data=False)

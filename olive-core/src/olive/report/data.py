@@ -150,7 +150,9 @@ class ReportData:
 
     def chain(self, node: Mapping[str, Any]) -> list[Step]:
         """The pass runs that produced ``node``, first pass first."""
-        by_id, varied = self.by_id, self._varied_params()
+        by_id = self.by_id
+        # Only files without searched_params need the params that differ between runs (a pass over every node).
+        varied = self._varied_params() if self.searched_params is None else {}
         steps: list[Step] = []
         current: Mapping[str, Any] | None = node
         seen: set[str] = set()

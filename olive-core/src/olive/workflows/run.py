@@ -220,6 +220,13 @@ def _execute(prepared: PreparedWorkflow, show_progress: bool) -> WorkflowOutput:
             )
     cache.ensure()
     cache.clean_stale_tmp()
+    # Files hashed by earlier runs (the input model, data, scripts) are not read again while unchanged.
+    with cache.keeping_digests():
+        return _run_engine(prepared, cache, show_progress)
+
+
+def _run_engine(prepared: PreparedWorkflow, cache: CacheStore, show_progress: bool) -> WorkflowOutput:
+    workflow = prepared.workflow
     evaluator = ModelEvaluator.for_workflow(
         workflow,
         prepared.execution_providers,
