@@ -18,8 +18,16 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from olive.exceptions import OliveError, PassConfigError, PassRunError, WorkflowConfigError
+from olive.exceptions import (
+    ModelLoadError,
+    OliveError,
+    PassConfigError,
+    PassParamError,
+    PassRunError,
+    WorkflowConfigError,
+)
 from olive.hardware.accelerator import AcceleratorSpec
+from olive.measure import create_session
 from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model, resolve_onnx_path
 from olive_passes_torch._logs import routed_logs
@@ -104,26 +112,29 @@ class OnnxConversion(Pass):
         }
 
     @classmethod
-    def _check_config(cls, config: BasePassConfig, owner: str) -> None:
+    def _check_config(cls, config: BasePassConfig, accelerator_spec: AcceleratorSpec) -> None:
         if config.torch_dtype is not None and config.torch_dtype not in DTYPES:
-            raise PassConfigError(
-                f"param 'torch_dtype' must be one of {', '.join(DTYPES)}, got {config.torch_dtype!r}", owner=owner
+            raise PassParamError(
+                f"param 'torch_dtype' must be one of {', '.join(DTYPES)}, got {config.torch_dtype!r}",
+                params="torch_dtype",
             )
         if config.device not in DEVICES:
-            raise PassConfigError(
-                f"param 'device' must be one of {', '.join(DEVICES)}, got {config.device!r}", owner=owner
+            raise PassParamError(
+                f"param 'device' must be one of {', '.join(DEVICES)}, got {config.device!r}", params="device"
             )
         if config.atol < 0 or config.rtol < 0:
-            raise PassConfigError("params 'atol' and 'rtol' must be 0 or more", owner=owner)
+            raise PassParamError("params 'atol' and 'rtol' must be 0 or more", params=("atol", "rtol"))
         if config.verify_max_samples < 1:
-            raise PassConfigError("param 'verify_max_samples' must be 1 or more", owner=owner)
+            raise PassParamError("param 'verify_max_samples' must be 1 or more", params="verify_max_samples")
         if config.target_opset < 7:
-            raise PassConfigError(f"param 'target_opset' must be 7 or more, got {config.target_opset}", owner=owner)
+            raise PassParamError(
+                f"param 'target_opset' must be 7 or more, got {config.target_opset}", params="target_opset"
+            )
         if config.io_config is not None:
             try:
                 check_io_config(config.io_config, "io_config", partial=True)
             except WorkflowConfigError as exc:
-                raise PassConfigError(f"param {exc.owner}: {exc.reason}", owner=owner) from None
+                raise PassParamError(f"param {exc.owner}: {exc.reason}", params="io_config") from None
 
     def _run_for_config(
         self, model: OliveModelHandler, config: BasePassConfig, output_model_path: str
@@ -314,17 +325,11 @@ def _dynamic_shapes(io: IoConfig) -> tuple[dict[int, Any] | None, ...]:
 
 
 def _session(model: ONNXModelHandler, owner: str) -> Any:
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
+    settings = {"execution_provider": ["CPUExecutionProvider"], "session_options": {"log_severity_level": 3}}
     try:
-        return ort.InferenceSession(model.model_path, options, providers=["CPUExecutionProvider"])
-    except Exception as exc:
-        raise PassRunError(
-            f"onnxruntime cannot load the exported model ({type(exc).__name__}: {' '.join(str(exc).split())[:400]})",
-            owner=owner,
-        ) from exc
+        return create_session(model.model_path, settings, what="the exported model")
+    except ModelLoadError as exc:
+        raise PassRunError(exc.reason, owner=owner) from exc
 
 
 def _data_batches(
