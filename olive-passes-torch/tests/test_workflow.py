@@ -19,7 +19,7 @@ from conftest import SENTENCES, save_bert
 
 import olive
 from olive.cli.main import cli
-from olive.exceptions import PassConfigError, PassRunError, WorkflowConfigError
+from olive.exceptions import PassRunError, WorkflowConfigError
 from olive.workflows.run import prepare
 
 CONVERTED = "converted HfModel"
@@ -283,11 +283,31 @@ def test_a_folder_that_is_not_a_model_exits_2_before_anything_is_cached(tmp_path
     assert not (tmp_path / "cache").exists()
 
 
-def test_a_checkpoint_without_the_tasks_weights_fails_the_pass_as_a_config_error(bert_dir, tmp_path):
-    workflow = _workflow(tmp_path, bert_dir, task="token-classification")
-    with pytest.raises(PassConfigError, match=r"pass 'convert' \(OnnxConversion\): .*randomly initialized"):
+@pytest.mark.parametrize(("task", "head"), [("token-classification", "classifier."), ("text-generation", "cls.")])
+def test_a_checkpoint_without_the_tasks_weights_is_a_config_error_before_anything_runs(bert_dir, tmp_path, task, head):
+    workflow = _workflow(tmp_path, bert_dir, task=task)
+    with pytest.raises(WorkflowConfigError, match=rf"input_model\.task: .*weights for {head}.*randomly initialized"):
         olive.run(workflow)
-    assert _runs(tmp_path / "cache") == [] and list((tmp_path / "cache" / "tmp").iterdir()) == []
+    assert not (tmp_path / "cache").exists()
+    # --dry-run finds it too: the checkpoint's tensor names against the task's model built on the meta device.
+    result = _olive_run(_write(tmp_path / "wf.json", workflow), "--dry-run")
+    assert result.exit_code == 2 and result.stderr.startswith("Error: input_model.task: the checkpoint"), result.output
+
+
+def test_a_checkpoint_with_the_tasks_weights_passes_the_check(bert_masked_dir, bert_classifier_dir, tmp_path):
+    from olive_passes_torch.hf_model import HfModelHandler
+
+    # A masked-LM checkpoint has the head a causal-LM BERT loads (its decoder tied to the embeddings); a classifier
+    # checkpoint holds the base model under the task model's prefix.
+    for folder, task in (
+        (bert_masked_dir, "fill-mask"),
+        (bert_masked_dir, "feature-extraction"),
+        (bert_classifier_dir, "text-classification"),
+        (bert_classifier_dir, "feature-extraction"),
+    ):
+        handler = HfModelHandler(str(folder), task)
+        handler.json_path = "input_model"
+        handler.validate()
 
 
 LOADERS = """

@@ -84,6 +84,28 @@ WEIGHT_FILES = (
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
+def checkpoint_tensor_names(folder: Path) -> set[str] | None:
+    """The names of the tensors a ``save_pretrained`` folder holds, read from its index or its safetensors header
+    (no weights are read); None when the folder's checkpoint cannot be listed that way (a lone ``.bin``)."""
+    import json
+    import struct
+
+    try:
+        for index in ("model.safetensors.index.json", "pytorch_model.bin.index.json"):
+            if (folder / index).is_file():
+                return set(json.loads((folder / index).read_text())["weight_map"])
+        if (folder / "model.safetensors").is_file():
+            with (folder / "model.safetensors").open("rb") as handle:
+                (length,) = struct.unpack("<Q", handle.read(8))
+                if length > 100 * 2**20:
+                    return None
+                header = json.loads(handle.read(length))
+            return {name for name in header if name != "__metadata__"}
+    except (OSError, ValueError, KeyError, TypeError, struct.error) as exc:
+        logger.debug("cannot list the tensors of %s: %s", folder, exc)
+    return None
+
+
 class HfModelHandler(TorchModelHandler):
     """A Hugging Face transformers model in a local folder (see the module docstring for its fields)."""
 
@@ -172,6 +194,40 @@ class HfModelHandler(TorchModelHandler):
                 check_input_names(named, self.io_config["input_names"], f"{self.json_path}.io_config.input_names")
             except PassConfigError as exc:
                 raise WorkflowConfigError(exc.reason, owner=exc.owner) from None
+        missing = self._weights_missing_for(task)
+        if missing:
+            raise WorkflowConfigError(self._missing_reason(task, missing), owner=f"{self.json_path}.task")
+
+    def _weights_missing_for(self, task: str) -> list[str]:
+        """The parameters the task's model class has and the checkpoint lacks (what loading would initialize at
+        random), from the checkpoint's tensor names and the class built on PyTorch's meta device: no weight is
+        read. Empty when that cannot be told without loading (the load checks again)."""
+        saved = checkpoint_tensor_names(Path(self.model_path))
+        if saved is None or self.load_kwargs.get("trust_remote_code"):
+            return []
+        import torch
+
+        try:
+            with torch.device("meta"), routed_logs(logger, logging.DEBUG):
+                module = model_class(task, self.hf_config)(self.hf_config)
+        except Exception as exc:
+            logger.debug("could not build %s's %s model on the meta device: %s", self.model_path, task, exc)
+            return []
+        prefix = f"{module.base_model_prefix}." if getattr(module, "base_model_prefix", "") else ""
+        # A checkpoint of the bare model names its tensors without the task model's prefix, and the other way round.
+        have = {name.removeprefix(prefix) for name in saved}
+        # named_parameters lists a tied weight once, under the name the checkpoint keeps.
+        missing = [name for name, _ in module.named_parameters() if name.removeprefix(prefix) not in have]
+        return missing_weights(task, missing)
+
+    def _missing_reason(self, task: str, missing: list[str]) -> str:
+        saved_as = task_from_architectures(self.hf_config)
+        shown = ", ".join(missing[:4]) + (" ..." if len(missing) > 4 else "")
+        hint = f"; the checkpoint was saved for task '{saved_as}'" if saved_as and saved_as != task else ""
+        return (
+            f"the checkpoint in '{self.model_path}' has no (or differently shaped) weights for {shown}: loading it "
+            f"for task '{task}' would export randomly initialized layers{hint}"
+        )
 
     def content_hash(self) -> str:
         path = Path(self.model_path)
@@ -309,14 +365,7 @@ class HfModelHandler(TorchModelHandler):
         missing = missing_weights(task, info.get("missing_keys") or ())
         mismatched = sorted(str(k[0]) if isinstance(k, tuple) else str(k) for k in info.get("mismatched_keys") or ())
         if missing or mismatched:
-            saved_as = task_from_architectures(self.hf_config)
-            shown = ", ".join([*missing, *mismatched][:4]) + (" ..." if len(missing) + len(mismatched) > 4 else "")
-            hint = f"; the checkpoint was saved for task '{saved_as}'" if saved_as and saved_as != task else ""
-            raise PassConfigError(
-                f"the checkpoint in '{self.model_path}' has no (or differently shaped) weights for {shown}: loading it "
-                f"for task '{task}' would export randomly initialized layers{hint}",
-                owner=f"{self.json_path}.task",
-            )
+            raise PassConfigError(self._missing_reason(task, [*missing, *mismatched]), owner=f"{self.json_path}.task")
         if dtype:
             model = model.to(getattr(torch, dtype))
         return model.eval()
