@@ -138,9 +138,27 @@ def test_data_that_does_not_fit_the_model_is_exit_code_2(tmp_path, bert) -> None
     model, _ = bert
     np.savez(tmp_path / "wrong.npz", pixels=np.zeros((2, 3), dtype=np.float32))
     line = one_line_error(invoke("optimize", str(model), "--data", str(tmp_path / "wrong.npz")))
-    assert "--data:" in line and "no array for input(s) input_ids" in line
+    assert "--data:" in line and "does not provide input(s) 'input_ids'" in line
     line = one_line_error(invoke("optimize", str(model), "-d", str(tmp_path / "missing.npz")))
     assert "is not a file" in line
+
+
+def test_an_npz_is_checked_by_the_rules_of_olive_run(tmp_path, bert) -> None:
+    """Ranks, dtypes and readability as ``olive run --dry-run`` checks them; errors name --data, and a file that
+    is not an .npz never gets numpy's advice to unpickle it."""
+    model, data = bert
+    (tmp_path / "bad.npz").write_text("input_ids,attention_mask\n1,2\n")
+    line = one_line_error(invoke("optimize", str(model), "--data", str(tmp_path / "bad.npz"), "--dry-run"))
+    assert line.startswith("Error: --data: ") and "is not an .npz archive" in line and "numpy.savez" in line
+    assert "pickle" not in line and "data_configs" not in line
+    with np.load(data) as archive:
+        arrays = {key: archive[key] for key in archive.files}
+    np.savez(tmp_path / "floats.npz", **{**arrays, "input_ids": arrays["input_ids"].astype(np.float32)})
+    line = one_line_error(invoke("optimize", str(model), "--data", str(tmp_path / "floats.npz"), "--dry-run"))
+    assert line.startswith("Error: --data: ") and "input 'input_ids' is float32" in line
+    np.savez(tmp_path / "rank3.npz", **{**arrays, "input_ids": arrays["input_ids"][..., None]})
+    line = one_line_error(invoke("optimize", str(model), "--data", str(tmp_path / "rank3.npz"), "--dry-run"))
+    assert line.startswith("Error: --data: ") and "rank 3" in line
 
 
 def test_text_data_without_the_text_container_names_its_distribution(tmp_path, bert, no_passes) -> None:

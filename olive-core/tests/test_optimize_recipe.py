@@ -238,7 +238,7 @@ def test_a_model_path_that_cannot_be_read_says_what_to_give(tmp_path) -> None:
 # --------------------------------------------------------------------------------------------- --data
 def test_data_an_npz_keyed_by_input_name(tmp_path, bert) -> None:
     np.savez(tmp_path / "wrong.npz", ids=np.ones((2, 4), dtype=np.int64))
-    with pytest.raises(WorkflowConfigError, match=r"no array for input.*input_ids") as caught:
+    with pytest.raises(WorkflowConfigError, match=r"does not provide input.*input_ids") as caught:
         data_source(tmp_path / "wrong.npz", bert, frozenset())
     assert caught.value.owner == "--data"
     with pytest.raises(WorkflowConfigError, match="is not a file"):
