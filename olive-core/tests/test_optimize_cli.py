@@ -178,6 +178,25 @@ def test_without_the_pass_distributions_fusion_is_left_out_and_int8_says_what_to
     assert "--fusion: transformer fusion left out" in line and "olive-passes-graph" in line
 
 
+@pytest.mark.parametrize(
+    ("providers", "words"),
+    [
+        (
+            ["OpenVINOExecutionProvidr"],
+            "'OpenVINOExecutionProvidr' is not an execution provider (did you mean 'OpenVINOExecutionProvider'?)",
+        ),
+        (["CPUExecutionProvider", "CPUExecutionProvidr"], "(did you mean 'CPUExecutionProvider'?)"),
+        (["cpuexecutionprovider"], "(names are case-sensitive: use 'CPUExecutionProvider')"),
+    ],
+)
+def test_an_unknown_provider_is_exit_code_2_naming_what_is_available(bert, providers, words) -> None:
+    model, _ = bert
+    flags = [arg for name in providers for arg in ("--provider", name)]
+    line = one_line_error(invoke("optimize", str(model), *flags, "--dry-run"))
+    assert line.startswith("Error: --provider: ") and words in line
+    assert "available here: " in line and "CPUExecutionProvider" in line.split("available here: ")[1]
+
+
 def test_quantize_refuses_what_only_optimize_does(bert) -> None:
     model, _ = bert
     assert "nothing to do" in one_line_error(invoke("quantize", "-m", str(model), "--precision", "fp32"))
