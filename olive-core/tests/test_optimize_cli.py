@@ -130,6 +130,8 @@ def test_a_model_that_cannot_be_read_is_exit_code_2(tmp_path) -> None:
     (tmp_path / "bad.onnx").write_bytes(b"\x00not onnx")
     assert "cannot be read as an ONNX model" in one_line_error(invoke("optimize", str(tmp_path / "bad.onnx")))
     other = save_model(mlp_model(), tmp_path / "other").model_path
+    line = one_line_error(invoke("optimize", "-m", "sentence-transformers/all-MiniLM-L6-v2", "--dry-run"))
+    assert "models are not downloaded from the Hugging Face hub" in line and "--local-dir" in line
     line = one_line_error(invoke("optimize", str(tmp_path / "bad.onnx"), "-m", other))
     assert "two models given" in line
 
