@@ -142,7 +142,10 @@ def test_data_that_does_not_fit_the_model_is_exit_code_2(tmp_path, bert) -> None
     line = one_line_error(invoke("optimize", str(model), "--data", str(tmp_path / "wrong.npz")))
     assert "--data:" in line and "does not provide input(s) 'input_ids'" in line
     line = one_line_error(invoke("optimize", str(model), "-d", str(tmp_path / "missing.npz")))
-    assert "is not a file" in line
+    assert "is not a file" in line and "hub" not in line
+    line = one_line_error(invoke("quantize", str(model), "--data_name", "squad"))
+    assert line.startswith("Error: --data: 'squad' is not a file; hub datasets are not downloaded here")
+    assert ".npz" in line and ".txt" in line
 
 
 def test_an_npz_is_checked_by_the_rules_of_olive_run(tmp_path, bert) -> None:

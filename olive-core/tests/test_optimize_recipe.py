@@ -243,8 +243,9 @@ def test_data_an_npz_keyed_by_input_name(tmp_path, bert) -> None:
     assert caught.value.owner == "--data"
     with pytest.raises(WorkflowConfigError, match="is not a file"):
         data_source(tmp_path / "missing.npz", bert, frozenset())
-    with pytest.raises(WorkflowConfigError, match="a dataset name is not fetched"):
-        data_source(Path("wikitext/wikitext-2"), bert, frozenset())
+    for name in ("wikitext/wikitext-2", "squad"):
+        with pytest.raises(WorkflowConfigError, match=r"hub datasets are not downloaded here: give a local file.*npz"):
+            data_source(Path(name), bert, frozenset())
     (tmp_path / "data.parquet").write_text("")
     with pytest.raises(WorkflowConfigError, match=r"a \.parquet is not read"):
         data_source(tmp_path / "data.parquet", bert, frozenset())

@@ -69,14 +69,13 @@ def data_source(
         return DataSource("synthetic")
     path = data.expanduser()
     if not path.is_file():
-        hint = (
-            "; a dataset name is not fetched: give a local file"
-            if not path.exists() and "/" in str(data) and not str(data).startswith((".", "/", "~"))
-            else ""
-        )
+        # Microsoft Olive's -d/--data_name takes a hub dataset name ('squad', 'wikitext/wikitext-2'): a missing
+        # path without a suffix read here is most likely one.
+        named = not path.exists() and path.suffix.lower() not in (NPZ_SUFFIX, *TEXT_SUFFIXES)
+        hint = "; hub datasets are not downloaded here: give a local file" if named else ""
         raise WorkflowConfigError(
-            f"'{data}' is not a file{hint} (.npz arrays keyed by input name, or a text file when the model has a "
-            "tokenizer)",
+            f"'{data}' is not a file{hint} (an .npz of arrays keyed by input name, or a text file: .txt one sample "
+            "per line, .jsonl with a text field, when the model has a tokenizer)",
             owner=OPTION,
         )
     path = path.resolve()
