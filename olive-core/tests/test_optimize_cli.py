@@ -181,6 +181,9 @@ def test_without_the_pass_distributions_fusion_is_left_out_and_int8_says_what_to
     assert "olive-passes-quant; install it with: pip install" in line
     line = one_line_error(invoke("optimize", str(model), "--fusion", "--precision", "fp32", "--dry-run"))
     assert "--fusion: transformer fusion left out" in line and "olive-passes-graph" in line
+    line = one_line_error(invoke("optimize", str(model), "--precision", "fp32", "--dry-run"))
+    assert "--precision: precision fp32 on a transformer needs OrtTransformersOptimization" in line
+    assert "olive-passes-graph; install it with: pip install" in line
 
 
 @pytest.mark.parametrize(

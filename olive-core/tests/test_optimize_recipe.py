@@ -399,8 +399,15 @@ def test_fp32_only_fuses_a_transformer_and_peephole_optimizes_anything_else(tmp_
     assert list(build_workflow(bert, options(tmp_path, precision="fp32"), ALL, bert_npz).workflow["passes"]) == ["fuse"]
     passes = build_workflow(mlp, options(tmp_path, precision="fp32"), ALL, SYNTHETIC).workflow["passes"]
     assert passes == {"optimize": {"type": "OnnxPeepholeOptimizer"}}
-    with pytest.raises(WorkflowConfigError, match="nothing to optimize"):
+    with pytest.raises(WorkflowConfigError, match=r"nothing to optimize: 'model\.onnx' is not a transformer"):
         build_workflow(mlp, options(tmp_path, precision="fp32"), Installed(QUANT), SYNTHETIC)
+    # A transformer without the fusion pass is told what to install, not that it is no transformer.
+    with pytest.raises(WorkflowConfigError, match="fp32 on a transformer needs OrtTransformersOptimization") as caught:
+        build_workflow(bert, options(tmp_path, precision="fp32"), Installed(QUANT), bert_npz)
+    assert "olive-passes-graph" in caught.value.reason and "pip install" in caught.value.reason
+    assert caught.value.owner == "--precision"
+    with pytest.raises(WorkflowConfigError, match="a transformer that --no-fusion leaves alone"):
+        build_workflow(bert, options(tmp_path, precision="fp32", fusion=False), Installed(QUANT), bert_npz)
 
 
 def test_static_quantization_needs_data(tmp_path, bert):
