@@ -89,6 +89,7 @@ def test_optimize_a_transformer_with_data_then_rerun_its_workflow_from_the_cache
         "latency: ",
         "x the input's median (the two timed in alternating rounds)",
         "size: ",
+        " MiB -> ",  # the table's unit
         "agreement with the input: cosine_min ",
     ):
         assert words in first.stdout, words
@@ -180,6 +181,17 @@ def test_a_keep_no_candidate_meets_exits_1_naming_the_closest_and_its_latency(tm
     assert not (out / "model.onnx").exists()  # nothing was chosen, nothing is passed off as the result
 
 
+def test_a_budget_no_candidate_meets_while_every_keep_is_met_suggests_a_larger_budget(tmp_path, mlp) -> None:
+    model, data = mlp
+    result = invoke(
+        "optimize", str(model), "--data", str(data), "--keep", "cosine_min>=0.5", "--latency-budget", "0.0001",
+        "-o", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache"),
+    )  # fmt: skip
+    line = one_line_error(result, 1)
+    assert "keep cosine_min>=0.5, but none ran within 0.0001x the input's latency: the fastest of them" in line
+    assert "raise --latency-budget to " in line and "loosen --keep" not in line
+
+
 def test_the_accuracy_guard_keeps_nodes_in_float_for_a_strict_keep(tmp_path) -> None:
     # A planted outlier channel makes one FFN projection ruin plain int8; the guard keeps it in float.
     model = save_model(bert_like_model(seed=0, plant_outlier_layer=1), tmp_path / "model")
@@ -246,6 +258,7 @@ def test_max_time_stops_the_search(tmp_path, bert) -> None:
     )  # fmt: skip
     line = one_line_error(result, 1)
     assert "the search limits (max_time=0.001s) stopped the search" in line
+    assert "Search:   --max-time 0.001 s stopped the search after 0 of its 1 candidate(s)" in result.stdout
     assert not (out / "model.onnx").exists()
 
 
