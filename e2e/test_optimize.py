@@ -126,10 +126,11 @@ def test_dry_run_prints_the_workflow_and_its_search_size_and_writes_nothing(tmp_
     assert not out.exists() and not cache.exists()
 
 
-def test_save_config_file_writes_the_workflow_and_runs_nothing(tmp_path, mlp) -> None:
+@pytest.mark.parametrize("flag", ["--save_config_file", "--save-config"])
+def test_save_config_file_writes_the_workflow_and_runs_nothing(tmp_path, mlp, flag: str) -> None:
     model, data = mlp
     out = tmp_path / "out"
-    result = invoke("optimize", "-m", str(model), "--data", str(data), "-o", str(out), "--save_config_file")
+    result = invoke("optimize", "-m", str(model), "--data", str(data), "-o", str(out), flag)
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in out.iterdir()) == [".olive-output.json", "optimize_workflow.json"]
     workflow = read(out / "optimize_workflow.json")
@@ -320,6 +321,13 @@ def test_quantize_takes_microsoft_olives_flags_and_leaves_the_graph_alone(tmp_pa
         (["--no-fusion"], lambda w: list(w["passes"]) == ["quantize"]),
         (["--fusion"], lambda w: "only_onnxruntime" not in w["passes"]["fuse"]),
         (["--precision", "uint8"], lambda w: w["passes"]["quantize"]["precision"] == "uint8"),
+        (
+            ["--use_qdq_encoding"],
+            lambda w: (
+                (w["passes"]["quantize"]["type"], w["passes"]["quantize"]["quant_format"])
+                == ("OnnxStaticQuantization", "QDQ")
+            ),
+        ),
         (["--batch_size", "2"], lambda w: w["data_configs"][0]["dataloader_config"] == {"batch_size": 2}),
         (["--max_samples", "3"], lambda w: w["passes"]["quantize"]["max_samples"] == 3),
         (["--keep", "top1>=0.9"], lambda w: w["passes"]["quantize"]["type"] == "OnnxDynamicQuantization"),

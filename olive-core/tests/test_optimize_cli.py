@@ -116,6 +116,7 @@ def test_help_names_microsoft_olives_flags(command: str, flags: tuple[str, ...])
         (["MODEL", "--act_precision", "int8"], "--act_precision: int8 activations need --use_qdq_format"),
         (["MODEL", "--device", "tpu"], "--device: 'tpu' is not supported"),
         (["MODEL", "--max-time", "0"], "--max-time"),
+        (["MODEL", "-t", "feature-extraction"], "--task: --task is for a Hugging Face model folder"),
         ([], "MODEL: no model given"),
     ],
 )
@@ -209,6 +210,11 @@ def test_quantize_refuses_what_only_optimize_does(bert) -> None:
     model, _ = bert
     assert "nothing to do" in one_line_error(invoke("quantize", "-m", str(model), "--precision", "fp32"))
     assert "supports 'rtn'" in one_line_error(invoke("quantize", "-m", str(model), "--algorithm", "awq"))
+    line = one_line_error(invoke("quantize", "-m", str(model), "--fusion", "--dry-run"))
+    assert (
+        line.startswith("Error: --fusion: olive quantize never rewrites the graph")
+        and "olive optimize --fusion" in line
+    )
 
 
 def test_a_hugging_face_folder_without_its_plugin_names_the_distribution(tmp_path) -> None:

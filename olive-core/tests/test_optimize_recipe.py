@@ -166,6 +166,7 @@ def test_dims_pair_names_with_sizes() -> None:
         ({"batch_size": 0}, "--batch_size", ">= 1"),
         ({"keeps": (Keep("top1", ">=", 0.9), Keep("top1", ">=", 0.8))}, "--keep", "top1 given twice"),
         ({"quantize_only": True, "precision": "fp32"}, "--precision", "nothing to do"),
+        ({"quantize_only": True, "fusion": True}, "--fusion", "run olive optimize --fusion"),
     ],
 )
 def test_an_option_no_pass_can_honour_is_an_error_naming_what_is_supported(tmp_path, kwargs, owner, words) -> None:

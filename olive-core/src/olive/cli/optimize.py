@@ -159,7 +159,8 @@ def _options(function: Any) -> Any:
         click.option(
             "--fusion/--no-fusion",
             default=None,
-            help="Transformer fusion (default: when the model is a transformer; never for quantize).",
+            help="Transformer fusion (default: when the model is a transformer). olive quantize never fuses: "
+            "--fusion is an error there.",
         ),
         click.option(
             "--cache-dir",
