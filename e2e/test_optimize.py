@@ -420,4 +420,4 @@ def test_npz_data_keyed_by_input_name_is_checked_against_the_model(tmp_path, ber
     model, _ = bert
     np.savez(tmp_path / "partial.npz", input_ids=np.ones((2, 8), dtype=np.int64))
     line = one_line_error(invoke("optimize", str(model), "--data", str(tmp_path / "partial.npz")), 2)
-    assert "no array for input(s) attention_mask, token_type_ids" in line
+    assert line.startswith("Error: --data: ") and "does not provide input(s) 'attention_mask', 'token_type_ids'" in line
