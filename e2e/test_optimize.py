@@ -89,6 +89,7 @@ def test_optimize_a_transformer_with_data_then_rerun_its_workflow_from_the_cache
         "latency: ",
         "x the input's median (the two timed in alternating rounds)",
         "size: ",
+        " MiB -> ",  # the table's unit
         "agreement with the input: cosine_min ",
     ):
         assert words in first.stdout, words
@@ -125,10 +126,11 @@ def test_dry_run_prints_the_workflow_and_its_search_size_and_writes_nothing(tmp_
     assert not out.exists() and not cache.exists()
 
 
-def test_save_config_file_writes_the_workflow_and_runs_nothing(tmp_path, mlp) -> None:
+@pytest.mark.parametrize("flag", ["--save_config_file", "--save-config"])
+def test_save_config_file_writes_the_workflow_and_runs_nothing(tmp_path, mlp, flag: str) -> None:
     model, data = mlp
     out = tmp_path / "out"
-    result = invoke("optimize", "-m", str(model), "--data", str(data), "-o", str(out), "--save_config_file")
+    result = invoke("optimize", "-m", str(model), "--data", str(data), "-o", str(out), flag)
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in out.iterdir()) == [".olive-output.json", "optimize_workflow.json"]
     workflow = read(out / "optimize_workflow.json")
@@ -178,6 +180,17 @@ def test_a_keep_no_candidate_meets_exits_1_naming_the_closest_and_its_latency(tm
     assert "x the input's latency; loosen --keep" in line
     assert f"Workflow: {out / 'optimize_workflow.json'}" in result.stdout
     assert not (out / "model.onnx").exists()  # nothing was chosen, nothing is passed off as the result
+
+
+def test_a_budget_no_candidate_meets_while_every_keep_is_met_suggests_a_larger_budget(tmp_path, mlp) -> None:
+    model, data = mlp
+    result = invoke(
+        "optimize", str(model), "--data", str(data), "--keep", "cosine_min>=0.5", "--latency-budget", "0.0001",
+        "-o", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache"),
+    )  # fmt: skip
+    line = one_line_error(result, 1)
+    assert "keep cosine_min>=0.5, but none ran within 0.0001x the input's latency: the fastest of them" in line
+    assert "raise --latency-budget to " in line and "loosen --keep" not in line
 
 
 def test_the_accuracy_guard_keeps_nodes_in_float_for_a_strict_keep(tmp_path) -> None:
@@ -246,6 +259,7 @@ def test_max_time_stops_the_search(tmp_path, bert) -> None:
     )  # fmt: skip
     line = one_line_error(result, 1)
     assert "the search limits (max_time=0.001s) stopped the search" in line
+    assert "Search:   --max-time 0.001 s stopped the search after 0 of its 1 candidate(s)" in result.stdout
     assert not (out / "model.onnx").exists()
 
 
@@ -307,6 +321,13 @@ def test_quantize_takes_microsoft_olives_flags_and_leaves_the_graph_alone(tmp_pa
         (["--no-fusion"], lambda w: list(w["passes"]) == ["quantize"]),
         (["--fusion"], lambda w: "only_onnxruntime" not in w["passes"]["fuse"]),
         (["--precision", "uint8"], lambda w: w["passes"]["quantize"]["precision"] == "uint8"),
+        (
+            ["--use_qdq_encoding"],
+            lambda w: (
+                (w["passes"]["quantize"]["type"], w["passes"]["quantize"]["quant_format"])
+                == ("OnnxStaticQuantization", "QDQ")
+            ),
+        ),
         (["--batch_size", "2"], lambda w: w["data_configs"][0]["dataloader_config"] == {"batch_size": 2}),
         (["--max_samples", "3"], lambda w: w["passes"]["quantize"]["max_samples"] == 3),
         (["--keep", "top1>=0.9"], lambda w: w["passes"]["quantize"]["type"] == "OnnxDynamicQuantization"),
@@ -399,4 +420,4 @@ def test_npz_data_keyed_by_input_name_is_checked_against_the_model(tmp_path, ber
     model, _ = bert
     np.savez(tmp_path / "partial.npz", input_ids=np.ones((2, 8), dtype=np.int64))
     line = one_line_error(invoke("optimize", str(model), "--data", str(tmp_path / "partial.npz")), 2)
-    assert "no array for input(s) attention_mask, token_type_ids" in line
+    assert line.startswith("Error: --data: ") and "does not provide input(s) 'attention_mask', 'token_type_ids'" in line

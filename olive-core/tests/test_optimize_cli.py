@@ -116,6 +116,7 @@ def test_help_names_microsoft_olives_flags(command: str, flags: tuple[str, ...])
         (["MODEL", "--act_precision", "int8"], "--act_precision: int8 activations need --use_qdq_format"),
         (["MODEL", "--device", "tpu"], "--device: 'tpu' is not supported"),
         (["MODEL", "--max-time", "0"], "--max-time"),
+        (["MODEL", "-t", "feature-extraction"], "--task: --task is for a Hugging Face model folder"),
         ([], "MODEL: no model given"),
     ],
 )
@@ -130,6 +131,8 @@ def test_a_model_that_cannot_be_read_is_exit_code_2(tmp_path) -> None:
     (tmp_path / "bad.onnx").write_bytes(b"\x00not onnx")
     assert "cannot be read as an ONNX model" in one_line_error(invoke("optimize", str(tmp_path / "bad.onnx")))
     other = save_model(mlp_model(), tmp_path / "other").model_path
+    line = one_line_error(invoke("optimize", "-m", "sentence-transformers/all-MiniLM-L6-v2", "--dry-run"))
+    assert "models are not downloaded from the Hugging Face hub" in line and "--local-dir" in line
     line = one_line_error(invoke("optimize", str(tmp_path / "bad.onnx"), "-m", other))
     assert "two models given" in line
 
@@ -138,9 +141,30 @@ def test_data_that_does_not_fit_the_model_is_exit_code_2(tmp_path, bert) -> None
     model, _ = bert
     np.savez(tmp_path / "wrong.npz", pixels=np.zeros((2, 3), dtype=np.float32))
     line = one_line_error(invoke("optimize", str(model), "--data", str(tmp_path / "wrong.npz")))
-    assert "--data:" in line and "no array for input(s) input_ids" in line
+    assert "--data:" in line and "does not provide input(s) 'input_ids'" in line
     line = one_line_error(invoke("optimize", str(model), "-d", str(tmp_path / "missing.npz")))
-    assert "is not a file" in line
+    assert "is not a file" in line and "hub" not in line
+    line = one_line_error(invoke("quantize", str(model), "--data_name", "squad"))
+    assert line.startswith("Error: --data: 'squad' is not a file; hub datasets are not downloaded here")
+    assert ".npz" in line and ".txt" in line
+
+
+def test_an_npz_is_checked_by_the_rules_of_olive_run(tmp_path, bert) -> None:
+    """Ranks, dtypes and readability as ``olive run --dry-run`` checks them; errors name --data, and a file that
+    is not an .npz never gets numpy's advice to unpickle it."""
+    model, data = bert
+    (tmp_path / "bad.npz").write_text("input_ids,attention_mask\n1,2\n")
+    line = one_line_error(invoke("optimize", str(model), "--data", str(tmp_path / "bad.npz"), "--dry-run"))
+    assert line.startswith("Error: --data: ") and "is not an .npz archive" in line and "numpy.savez" in line
+    assert "pickle" not in line and "data_configs" not in line
+    with np.load(data) as archive:
+        arrays = {key: archive[key] for key in archive.files}
+    np.savez(tmp_path / "floats.npz", **{**arrays, "input_ids": arrays["input_ids"].astype(np.float32)})
+    line = one_line_error(invoke("optimize", str(model), "--data", str(tmp_path / "floats.npz"), "--dry-run"))
+    assert line.startswith("Error: --data: ") and "input 'input_ids' is float32" in line
+    np.savez(tmp_path / "rank3.npz", **{**arrays, "input_ids": arrays["input_ids"][..., None]})
+    line = one_line_error(invoke("optimize", str(model), "--data", str(tmp_path / "rank3.npz"), "--dry-run"))
+    assert line.startswith("Error: --data: ") and "rank 3" in line
 
 
 def test_text_data_without_the_text_container_names_its_distribution(tmp_path, bert, no_passes) -> None:
@@ -158,12 +182,39 @@ def test_without_the_pass_distributions_fusion_is_left_out_and_int8_says_what_to
     assert "olive-passes-quant; install it with: pip install" in line
     line = one_line_error(invoke("optimize", str(model), "--fusion", "--precision", "fp32", "--dry-run"))
     assert "--fusion: transformer fusion left out" in line and "olive-passes-graph" in line
+    line = one_line_error(invoke("optimize", str(model), "--precision", "fp32", "--dry-run"))
+    assert "--precision: precision fp32 on a transformer needs OrtTransformersOptimization" in line
+    assert "olive-passes-graph; install it with: pip install" in line
+
+
+@pytest.mark.parametrize(
+    ("providers", "words"),
+    [
+        (
+            ["OpenVINOExecutionProvidr"],
+            "'OpenVINOExecutionProvidr' is not an execution provider (did you mean 'OpenVINOExecutionProvider'?)",
+        ),
+        (["CPUExecutionProvider", "CPUExecutionProvidr"], "(did you mean 'CPUExecutionProvider'?)"),
+        (["cpuexecutionprovider"], "(names are case-sensitive: use 'CPUExecutionProvider')"),
+    ],
+)
+def test_an_unknown_provider_is_exit_code_2_naming_what_is_available(bert, providers, words) -> None:
+    model, _ = bert
+    flags = [arg for name in providers for arg in ("--provider", name)]
+    line = one_line_error(invoke("optimize", str(model), *flags, "--dry-run"))
+    assert line.startswith("Error: --provider: ") and words in line
+    assert "available here: " in line and "CPUExecutionProvider" in line.split("available here: ")[1]
 
 
 def test_quantize_refuses_what_only_optimize_does(bert) -> None:
     model, _ = bert
     assert "nothing to do" in one_line_error(invoke("quantize", "-m", str(model), "--precision", "fp32"))
     assert "supports 'rtn'" in one_line_error(invoke("quantize", "-m", str(model), "--algorithm", "awq"))
+    line = one_line_error(invoke("quantize", "-m", str(model), "--fusion", "--dry-run"))
+    assert (
+        line.startswith("Error: --fusion: olive quantize never rewrites the graph")
+        and "olive optimize --fusion" in line
+    )
 
 
 def test_a_hugging_face_folder_without_its_plugin_names_the_distribution(tmp_path) -> None:

@@ -166,6 +166,7 @@ def test_dims_pair_names_with_sizes() -> None:
         ({"batch_size": 0}, "--batch_size", ">= 1"),
         ({"keeps": (Keep("top1", ">=", 0.9), Keep("top1", ">=", 0.8))}, "--keep", "top1 given twice"),
         ({"quantize_only": True, "precision": "fp32"}, "--precision", "nothing to do"),
+        ({"quantize_only": True, "fusion": True}, "--fusion", "run olive optimize --fusion"),
     ],
 )
 def test_an_option_no_pass_can_honour_is_an_error_naming_what_is_supported(tmp_path, kwargs, owner, words) -> None:
@@ -238,13 +239,14 @@ def test_a_model_path_that_cannot_be_read_says_what_to_give(tmp_path) -> None:
 # --------------------------------------------------------------------------------------------- --data
 def test_data_an_npz_keyed_by_input_name(tmp_path, bert) -> None:
     np.savez(tmp_path / "wrong.npz", ids=np.ones((2, 4), dtype=np.int64))
-    with pytest.raises(WorkflowConfigError, match=r"no array for input.*input_ids") as caught:
+    with pytest.raises(WorkflowConfigError, match=r"does not provide input.*input_ids") as caught:
         data_source(tmp_path / "wrong.npz", bert, frozenset())
     assert caught.value.owner == "--data"
     with pytest.raises(WorkflowConfigError, match="is not a file"):
         data_source(tmp_path / "missing.npz", bert, frozenset())
-    with pytest.raises(WorkflowConfigError, match="a dataset name is not fetched"):
-        data_source(Path("wikitext/wikitext-2"), bert, frozenset())
+    for name in ("wikitext/wikitext-2", "squad"):
+        with pytest.raises(WorkflowConfigError, match=r"hub datasets are not downloaded here: give a local file.*npz"):
+            data_source(Path(name), bert, frozenset())
     (tmp_path / "data.parquet").write_text("")
     with pytest.raises(WorkflowConfigError, match=r"a \.parquet is not read"):
         data_source(tmp_path / "data.parquet", bert, frozenset())
@@ -398,8 +400,15 @@ def test_fp32_only_fuses_a_transformer_and_peephole_optimizes_anything_else(tmp_
     assert list(build_workflow(bert, options(tmp_path, precision="fp32"), ALL, bert_npz).workflow["passes"]) == ["fuse"]
     passes = build_workflow(mlp, options(tmp_path, precision="fp32"), ALL, SYNTHETIC).workflow["passes"]
     assert passes == {"optimize": {"type": "OnnxPeepholeOptimizer"}}
-    with pytest.raises(WorkflowConfigError, match="nothing to optimize"):
+    with pytest.raises(WorkflowConfigError, match=r"nothing to optimize: 'model\.onnx' is not a transformer"):
         build_workflow(mlp, options(tmp_path, precision="fp32"), Installed(QUANT), SYNTHETIC)
+    # A transformer without the fusion pass is told what to install, not that it is no transformer.
+    with pytest.raises(WorkflowConfigError, match="fp32 on a transformer needs OrtTransformersOptimization") as caught:
+        build_workflow(bert, options(tmp_path, precision="fp32"), Installed(QUANT), bert_npz)
+    assert "olive-passes-graph" in caught.value.reason and "pip install" in caught.value.reason
+    assert caught.value.owner == "--precision"
+    with pytest.raises(WorkflowConfigError, match="a transformer that --no-fusion leaves alone"):
+        build_workflow(bert, options(tmp_path, precision="fp32", fusion=False), Installed(QUANT), bert_npz)
 
 
 def test_static_quantization_needs_data(tmp_path, bert):

@@ -159,7 +159,8 @@ def _options(function: Any) -> Any:
         click.option(
             "--fusion/--no-fusion",
             default=None,
-            help="Transformer fusion (default: when the model is a transformer; never for quantize).",
+            help="Transformer fusion (default: when the model is a transformer). olive quantize never fuses: "
+            "--fusion is an error there.",
         ),
         click.option(
             "--cache-dir",
@@ -215,7 +216,7 @@ def _main(quantize_only: bool, output_default: str, params: dict[str, Any]) -> N
     from olive.cli.run import _logging, _print_dry_run, _print_summary
     from olive.engine.output_writer import claim_files, foreign_files, refuse_foreign
     from olive.optimize.installed import installed_now, installed_plugin_providers
-    from olive.optimize.summary import closest_miss, comparison_lines
+    from olive.optimize.summary import closest_miss, comparison_lines, search_cut_short
     from olive.workflows.run import execute, prepare
 
     start = time.perf_counter()
@@ -276,7 +277,10 @@ def _main(quantize_only: bool, output_default: str, params: dict[str, Any]) -> N
         with _quiet_library_logs(params["verbose"]):
             output = execute(prepared, show_progress=True)
     _print_summary(output)
+    cut_short = search_cut_short(output, prepared.total_size(), options.max_time)
     if output.best is None:
+        if cut_short:
+            click.echo(f"Search:   {cut_short}")
         click.echo(f"Workflow: {workflow_path} (edit it and rerun with olive run; finished runs are cached)")
         click.echo(f"Error: {closest_miss(output, recipe.keeps, recipe.latency_budget)}", err=True)
         sys.exit(EXIT_FAILED)
@@ -290,6 +294,8 @@ def _main(quantize_only: bool, output_default: str, params: dict[str, Any]) -> N
     if report.is_file():
         click.echo(f"Report:   {report}")
     click.echo(f"Workflow: {workflow_path} (olive run {workflow_path} reruns it from the cache)")
+    if cut_short:
+        click.echo(f"Search:   {cut_short}")
     click.echo(f"Finished in {time.perf_counter() - start:.1f} s")
 
 

@@ -19,8 +19,12 @@ from typing import Any
 
 import attrs
 
-from olive.exceptions import WorkflowConfigError
+from olive.data.check import NPZ_CONTAINER, check_npz_config
+from olive.data.config import DataConfig
+from olive.data.npz import LABEL_KEYS, read_npz_headers
+from olive.exceptions import OliveError, WorkflowConfigError
 from olive.measure.synthetic import concrete_shape
+from olive.model.handler import ONNXModelHandler
 from olive.optimize.facts import TOKENIZER_FILES, ModelFacts
 from olive.plugins.install_hints import missing_data_container_hint
 
@@ -65,14 +69,13 @@ def data_source(
         return DataSource("synthetic")
     path = data.expanduser()
     if not path.is_file():
-        hint = (
-            "; a dataset name is not fetched: give a local file"
-            if not path.exists() and "/" in str(data) and not str(data).startswith((".", "/", "~"))
-            else ""
-        )
+        # Microsoft Olive's -d/--data_name takes a hub dataset name ('squad', 'wikitext/wikitext-2'): a missing
+        # path without a suffix read here is most likely one.
+        named = not path.exists() and path.suffix.lower() not in (NPZ_SUFFIX, *TEXT_SUFFIXES)
+        hint = "; hub datasets are not downloaded here: give a local file" if named else ""
         raise WorkflowConfigError(
-            f"'{data}' is not a file{hint} (.npz arrays keyed by input name, or a text file when the model has a "
-            "tokenizer)",
+            f"'{data}' is not a file{hint} (an .npz of arrays keyed by input name, or a text file: .txt one sample "
+            "per line, .jsonl with a text field, when the model has a tokenizer)",
             owner=OPTION,
         )
     path = path.resolve()
@@ -100,20 +103,21 @@ def data_source(
 
 
 def _check_npz(path: Path, facts: ModelFacts) -> None:
-    import numpy as np
-
+    """The rules ``olive run --dry-run`` applies to an ``.npz`` (readable without unpickling; names, ranks, fixed
+    dimensions and dtypes against the model's inputs), with errors owned by the option."""
+    config = DataConfig.from_json(
+        {"name": DATA_NAME, "type": NPZ_CONTAINER, "load_dataset_config": {"data_path": str(path)}}, json_path=OPTION
+    )
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            keys = set(archive.files)
-    except Exception as exc:
-        raise WorkflowConfigError(
-            f"'{path}' is not a readable .npz ({type(exc).__name__}: {exc}); save it with numpy.savez(path, "
-            "input_name=array, ...)",
-            owner=OPTION,
-        ) from None
-    names = [name for name, _, _ in facts.inputs]
-    missing = [n for n in names if n not in keys]
-    if names and missing:
+        if facts.is_onnx:
+            check_npz_config(config, ONNXModelHandler(facts.path).get_io_config())
+            return
+        # A model not converted yet: its plugin names the inputs, but their ranks and dtypes are the converter's.
+        keys = set(read_npz_headers(path)) - set(LABEL_KEYS)
+    except OliveError as exc:
+        raise WorkflowConfigError(exc.reason, owner=OPTION) from None
+    missing = [name for name, _, _ in facts.inputs if name not in keys]
+    if missing:
         raise WorkflowConfigError(
             f"'{path.name}' has no array for input(s) {', '.join(missing)} (it holds {', '.join(sorted(keys))}); "
             "give one array per model input, keyed by its name",
@@ -126,7 +130,7 @@ def data_config(source: DataSource, max_samples: int, batch_size: int, max_lengt
     if source.kind == "npz":
         return {
             "name": DATA_NAME,
-            "type": "NpzDataContainer",
+            "type": NPZ_CONTAINER,
             "load_dataset_config": {"data_path": str(source.path), "max_samples": max_samples},
             "dataloader_config": {"batch_size": batch_size},
         }

@@ -11,6 +11,7 @@ a ``config.json`` and no ``.onnx`` file is a Hugging Face model (``HfModel``, fr
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,9 @@ OPTION = "MODEL"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "spiece.model")
 #: onnxruntime's fused attention ops: a graph holding them was fused already
 FUSED_ATTENTION_OPS = ("Attention", "MultiHeadAttention", "GroupQueryAttention", "PackedAttention")
+# A Hugging Face hub name (owner/name): the same rule and words as the HfModel type's (olive-passes-torch), which
+# olive-core cannot ask before the plugin is installed.
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 # Ops an unfused attention block has between the scores MatMul and the Softmax (scale, mask) and between the
 # Softmax and the context MatMul (dropout, casts): the walk looks through them only.
 _SCORE_OPS = {"Add", "Mul", "Div", "Sub", "Where", "Cast", "Reshape", "Transpose", "Expand"}
@@ -113,6 +117,13 @@ def read_model_facts(model: str | Path, task: str | None = None, owner: str = OP
     is wrong with the path and what to give instead."""
     path = Path(model).expanduser()
     if not path.exists():
+        if _HUB_ID.match(str(model)):
+            raise WorkflowConfigError(
+                f"'{model}' is not a local folder; models are not downloaded from the Hugging Face hub here. Save it "
+                f"once where it can be downloaded (huggingface-cli download {model} --local-dir DIR, or "
+                "save_pretrained) and give that folder",
+                owner=owner,
+            )
         raise WorkflowConfigError(
             f"'{model}' does not exist; give an ONNX file or a Hugging Face model folder", owner=owner
         )

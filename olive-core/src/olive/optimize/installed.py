@@ -10,8 +10,8 @@ from __future__ import annotations
 import importlib.util
 
 from olive.data.containers import container_registry
-from olive.exceptions import PluginLoadError, WorkflowConfigError
-from olive.execution_providers.registry import adapter_for, ep_adapter_registry, list_providers
+from olive.exceptions import PluginLoadError, WorkflowConfigError, closest_match_hint
+from olive.execution_providers.registry import adapter_for, adapter_name, ep_adapter_registry, list_providers
 from olive.optimize.recipe import Installed
 from olive.plugins.registry import get_registry
 
@@ -68,10 +68,29 @@ def installed_now(providers: tuple[str, ...], device: str) -> tuple[Installed, t
         except PluginLoadError as exc:
             raise WorkflowConfigError(exc.reason, owner="--provider") from exc
         if adapter is None:
+            _check_builtin_provider(name)
             continue
         options = tuple(o for o in (adapter.options or {}) if adapter.search_defaults(o))
         searched[name] = options
     return Installed(passes, containers, searched, converters), tuple(expanded)
+
+
+def _check_builtin_provider(name: str) -> None:
+    """A provider no adapter knows must be one of onnxruntime's own names (a misspelt one would otherwise be
+    dropped from the targets and the search would go on without it)."""
+    import onnxruntime as ort
+
+    known = [*ort.get_all_providers(), *(e.name for e in ep_adapter_registry().entries())]
+    if adapter_name(name) in known:
+        return
+    available = ", ".join(dict.fromkeys([*ort.get_available_providers(), *installed_plugin_providers()]))
+    # onnxruntime's names are case-sensitive: the right spelling is named rather than guessed at.
+    same = next((k for k in known if k.lower() == name.lower()), None)
+    hint = f" (names are case-sensitive: use '{same}')" if same else closest_match_hint(name, known)
+    raise WorkflowConfigError(
+        f"'{name}' is not an execution provider{hint}; available here: {available} (olive eps lists them)",
+        owner="--provider",
+    )
 
 
 def _all_providers(device: str) -> list[str]:

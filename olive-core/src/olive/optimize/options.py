@@ -246,6 +246,11 @@ class OptimizeOptions:
             raise WorkflowConfigError(f"{self.batch_size}; give a whole number >= 1", owner="--batch_size")
         if self.max_length is not None and self.max_length < 1:
             raise WorkflowConfigError(f"{self.max_length}; give a whole number >= 1", owner="--max-length")
+        if self.quantize_only and self.fusion:
+            raise WorkflowConfigError(
+                "olive quantize never rewrites the graph; run olive optimize --fusion to fuse and quantize",
+                owner="--fusion",
+            )
         if self.quantize_only and self.precision == "fp32":
             raise WorkflowConfigError(
                 "olive quantize with fp32 leaves nothing to do; use int8, int4 or fp16, or run olive optimize",

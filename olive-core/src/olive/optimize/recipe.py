@@ -147,9 +147,22 @@ def build_workflow(facts: ModelFacts, options: OptimizeOptions, installed: Insta
     _add_fusion(passes, facts, options, installed, precision, notes)
     _add_quantization(passes, precision, facts, options, installed, data, keeps, notes)
     if not passes or list(passes) == ["convert"]:
+        fusion = "OrtTransformersOptimization"
+        if facts.transformer and options.fusion is not False and _missing(fusion, installed):
+            # The fusion was left out, not unwanted: name what would do it.
+            hint = _install_hint(fusion) or f"no installed distribution offers {fusion}"
+            raise WorkflowConfigError(
+                f"precision {precision} on a transformer needs {fusion}: {hint}", owner="--precision"
+            )
+        if facts.fused:
+            what = "is fused already"
+        elif facts.transformer:
+            what = "is a transformer that --no-fusion leaves alone"
+        else:
+            what = "is not a transformer"
         raise WorkflowConfigError(
-            f"nothing to optimize: '{facts.path.name}' is not a transformer and precision {precision} changes no "
-            "weights; choose --precision int8, int4 or fp16",
+            f"nothing to optimize: '{facts.path.name}' {what} and precision {precision} changes no weights; choose "
+            "--precision int8, int4 or fp16",
             owner="--precision",
         )
     if data.synthetic:

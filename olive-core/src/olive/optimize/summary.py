@@ -7,18 +7,21 @@ the data (``agreement-*``).
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
+from olive.engine.results import Status
 from olive.optimize.keep import Keep
 
 if TYPE_CHECKING:
     from olive.engine.footprint import FootprintNode
     from olive.engine.output import WorkflowOutput
 
-__all__ = ["RATIO_KEY", "SIZE_KEY", "closest_miss", "comparison_lines"]
+__all__ = ["RATIO_KEY", "SIZE_KEY", "closest_miss", "comparison_lines", "search_cut_short"]
 
 RATIO_KEY = "latency-ratio_p50"
 SIZE_KEY = "size-bytes"
+_MIB = 1 << 20
 
 
 def _agreement_key(keep: Keep) -> str:
@@ -30,10 +33,8 @@ def _number(value: float, metric: str) -> str:
 
 
 def _size(value: float) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if value >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value:.0f} B"
+    # The run's table shows sizes in MiB (four significant digits): the summary says the same numbers.
+    return f"{value / _MIB:.4g} MiB"
 
 
 def _baseline(output: WorkflowOutput) -> FootprintNode | None:
@@ -99,6 +100,21 @@ def closest_miss(output: WorkflowOutput, keeps: tuple[Keep, ...], budget: float 
             total += max(ratio - budget, 0.0) / budget
         return total
 
+    def keeps_all(node: FootprintNode) -> bool:
+        values = node.metric_values()
+        return all(_agreement_key(k) in values and k.met_by(values[_agreement_key(k)]) for k in keeps)
+
+    kept = [n for n in candidates if keeps_all(n) and RATIO_KEY in n.metric_values()]
+    if budget is not None and kept:
+        # Agreement was never the problem: the budget was.
+        fastest = min(kept, key=lambda n: n.metric_values()[RATIO_KEY])
+        ratio = fastest.metric_values()[RATIO_KEY]
+        return (
+            f"{len(kept)} candidate(s) keep {' and '.join(str(k) for k in keeps)}, but none ran within {budget:g}x "
+            f"the input's latency: the fastest of them ({_chain(output, fastest)}) ran at {ratio:.2f}x; raise "
+            f"--latency-budget to {math.ceil(ratio * 100) / 100:g} or more, or leave it out for the fastest model "
+            "that keeps them"
+        )
     closest = min(candidates, key=shortfall)
     values = closest.metric_values()
     reached = ", ".join(
@@ -116,4 +132,25 @@ def closest_miss(output: WorkflowOutput, keeps: tuple[Keep, ...], budget: float 
     return (
         f"no candidate keeps {wanted}: the closest ({_chain(output, closest)}) reached {reached or 'no agreement'}"
         f"{at}; {advice}"
+    )
+
+
+def search_cut_short(output: WorkflowOutput, search_size: int, max_time: float | None) -> str | None:
+    """The line saying ``--max-time`` ended the search before every candidate ran (None when all ran, or when
+    no time limit was set: then points left out were pruned, which the run's table shows)."""
+    if max_time is None or search_size <= 0:
+        return None
+    keys = [n.pass_key for n in output.footprint if n.pass_key]
+    if not keys:
+        ran = 0
+    else:
+        # A point of the search is a run of its last pass (one per target); pruned points never ran.
+        last = keys[-1]
+        ran = sum(1 for n in output.footprint if n.pass_key == last and n.status is not Status.PRUNED)
+    pruned = sum(1 for n in output.footprint if n.status is Status.PRUNED)
+    if ran + pruned >= search_size:
+        return None
+    return (
+        f"--max-time {max_time:g} s stopped the search after {ran} of its {search_size} candidate(s); a larger "
+        "--max-time runs the rest (finished runs come from the cache)"
     )

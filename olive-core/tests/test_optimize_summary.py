@@ -1,0 +1,69 @@
+"""What ``olive optimize`` says at the end, from a run's footprint (nodes as the engine records them): the chosen
+model against the input, why nothing was chosen, and whether ``--max-time`` cut the search short.
+
+The same lines from real runs are checked in ``e2e/test_optimize.py``.
+"""
+
+from __future__ import annotations
+
+from olive.engine.footprint import FootprintNode
+from olive.engine.output import WorkflowOutput
+from olive.engine.results import Status
+from olive.optimize.keep import EMBEDDING_KEEPS, Keep
+from olive.optimize.summary import closest_miss, comparison_lines, search_cut_short
+
+INPUT = FootprintNode(model_id="input", metrics={"latency-ratio_p50": 1.0, "size-bytes": 3 * 2**20})
+
+
+def candidate(model_id: str, ratio: float, cosine_min: float, cosine_mean: float, **fields) -> FootprintNode:
+    return FootprintNode(
+        model_id=model_id,
+        parent_model_id="input",
+        pass_key="quantize",
+        pass_name="OnnxAccuracyGuardedQuantization",
+        is_candidate=True,
+        metrics={
+            "latency-ratio_p50": ratio,
+            "agreement-cosine_min": cosine_min,
+            "agreement-cosine_mean": cosine_mean,
+            "size-bytes": 2**20 + 2**19,
+        },
+        **fields,
+    )
+
+
+def test_sizes_are_in_the_tables_unit() -> None:
+    best = candidate("q", 0.6, 0.99, 0.995)
+    lines = comparison_lines(WorkflowOutput([INPUT, best], best=best), EMBEDDING_KEEPS)
+    assert "size: 3 MiB -> 1.5 MiB (0.50x)" in lines
+
+
+def test_a_missed_budget_whose_keeps_were_met_says_so_and_suggests_a_larger_budget() -> None:
+    output = WorkflowOutput([INPUT, candidate("a", 0.834, 0.99, 0.995), candidate("b", 0.7012, 0.98, 0.993)])
+    line = closest_miss(output, EMBEDDING_KEEPS, 0.5)
+    assert line.startswith("2 candidate(s) keep cosine_min>=0.97 and cosine_mean>=0.99, but none ran within 0.5x")
+    assert "the fastest of them (OnnxAccuracyGuardedQuantization) ran at 0.70x" in line
+    assert "raise --latency-budget to 0.71 or more" in line
+    assert "loosen --keep" not in line
+
+
+def test_a_missed_keep_still_suggests_loosening_it() -> None:
+    output = WorkflowOutput([INPUT, candidate("a", 0.4, 0.9, 0.95)])
+    for budget in (None, 0.5):
+        line = closest_miss(output, (Keep("cosine_min", ">=", 0.97),), budget)
+        assert line.startswith("no candidate keeps cosine_min>=0.97") and "loosen --keep" in line
+
+
+def test_max_time_that_stopped_the_search_is_said_with_how_many_candidates_ran() -> None:
+    ran = [candidate("a", 0.8, 0.99, 0.995), candidate("b", 0.7, 0.99, 0.995, status=Status.FAILED)]
+    output = WorkflowOutput([INPUT, *ran])
+    assert search_cut_short(output, 7, 30.0) == (
+        "--max-time 30 s stopped the search after 2 of its 7 candidate(s); a larger --max-time runs the rest "
+        "(finished runs come from the cache)"
+    )
+    assert "after 0 of its 7" in (search_cut_short(WorkflowOutput([INPUT]), 7, 30.0) or "")
+    # Every point ran, or the rest were pruned, or no limit was set: nothing to say.
+    assert search_cut_short(output, 2, 30.0) is None
+    pruned = FootprintNode(model_id="c", parent_model_id="input", pass_key="quantize", status=Status.PRUNED)
+    assert search_cut_short(WorkflowOutput([INPUT, *ran, pruned]), 3, 30.0) is None
+    assert search_cut_short(output, 7, None) is None
