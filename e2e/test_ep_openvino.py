@@ -153,6 +153,19 @@ def test_bad_options_are_config_errors_before_any_work(bert, options, expected):
     assert not (Path(folder).parent / "out").exists()
 
 
+@pytest.mark.parametrize("asked", ["openvino", "OpenVNIO"])
+def test_a_misspelled_openvino_is_a_config_error_naming_it_among_the_installed_providers(bert, asked):
+    from pathlib import Path
+
+    model, data = bert
+    folder = Path(model.model_path).parent
+    with pytest.raises(WorkflowConfigError) as caught:
+        prepare(_workflow(folder, data, [asked]))
+    message = str(caught.value)
+    assert f"{asked} (did you mean '{OPENVINO}'?)" in message
+    assert f"installed plugin packages add {OPENVINO}" in message and "CPUExecutionProvider" in message
+
+
 def test_a_search_spans_the_cpu_provider_and_openvino_in_two_precisions(bert):
     from pathlib import Path
 
