@@ -314,3 +314,25 @@ def test_olive_plugins_never_cuts_a_pass_name(width: int) -> None:
         if len(name) + 4 <= width:
             assert name in words, (name, result.output)
     assert longest <= width
+
+
+@pytest.mark.parametrize("width", [40, 60, 80, 200])
+def test_olive_eps_cuts_no_word_at_any_width(width: int) -> None:
+    from olive.execution_providers.registry import list_providers
+
+    result = CliRunner().invoke(cli, ["eps"], env={"COLUMNS": str(width)})
+    assert result.exit_code == 0, result.output
+    assert max(len(line.rstrip()) for line in result.output.splitlines()) <= width, result.output
+    words = {w.strip(",;:()") for w in result.output.split()}
+    # Every word the listing holds (names, packages, versions, device names, statuses) comes out whole.
+    expected = set()
+    for status in list_providers():
+        expected.update([status.name, status.kind, status.package or "", status.version or ""])
+        expected.update(status.status.split())
+        expected.update((status.error or "").split())
+        for device in status.devices:
+            expected.update([device["ep_name"], device["device"], *str(device.get("name") or "").split()])
+    expected = {w.strip(",;:()") for w in expected} - {""}
+    for word in expected:
+        if len(word) + 4 <= width:
+            assert word in words, (word, result.output)
