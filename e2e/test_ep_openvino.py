@@ -153,6 +153,19 @@ def test_bad_options_are_config_errors_before_any_work(bert, options, expected):
     assert not (Path(folder).parent / "out").exists()
 
 
+@pytest.mark.parametrize("asked", ["openvino", "OpenVNIO"])
+def test_a_misspelled_openvino_is_a_config_error_naming_it_among_the_installed_providers(bert, asked):
+    from pathlib import Path
+
+    model, data = bert
+    folder = Path(model.model_path).parent
+    with pytest.raises(WorkflowConfigError) as caught:
+        prepare(_workflow(folder, data, [asked]))
+    message = str(caught.value)
+    assert f"{asked} (did you mean '{OPENVINO}'?)" in message
+    assert f"installed plugin packages add {OPENVINO}" in message and "CPUExecutionProvider" in message
+
+
 def test_a_search_spans_the_cpu_provider_and_openvino_in_two_precisions(bert):
     from pathlib import Path
 
@@ -196,6 +209,35 @@ def test_a_search_spans_the_cpu_provider_and_openvino_in_two_precisions(bert):
     assert {n.model_id: n.metrics for n in again.get_output_models()} == {
         n.model_id: n.metrics for n in output.get_output_models()
     }
+
+
+def test_olive_run_names_every_target_and_labels_rows_by_passes_and_target(bert, tmp_path):
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from olive.cli.main import cli
+
+    model, data = bert
+    folder = Path(model.model_path).parent
+    workflow = _workflow(
+        folder,
+        data,
+        ["CPUExecutionProvider", [OPENVINO, {"INFERENCE_PRECISION_HINT": PRECISIONS}]],
+        search_strategy={"execution_order": "joint", "sampler": "sequential"},
+        output_dir=str(tmp_path / "out"),
+    )
+    file = tmp_path / "wf.json"
+    file.write_text(json.dumps(workflow))
+    env = {"COLUMNS": "200"}
+    dry = CliRunner().invoke(cli, ["run", str(file), "--dry-run"], env=env)
+    assert dry.exit_code == 0, dry.output
+    targets = "cpu-cpu, cpu-openvino[INFERENCE_PRECISION_HINT=f32], cpu-openvino[INFERENCE_PRECISION_HINT=bf16]"
+    assert f"targets (3): {targets}" in dry.stdout.splitlines()
+    result = CliRunner().invoke(cli, ["run", str(file)], env=env)
+    assert result.exit_code == 0, result.output
+    assert "None" not in result.stdout, result.stdout
+    assert result.stdout.count("on=cpu-openvino[INFERENCE_PRECISION_HINT=bf16]") == 2, result.stdout
 
 
 def test_the_chosen_model_loads_with_its_recorded_settings(bert):

@@ -18,6 +18,7 @@ from olive.plugins import discovery
 from olive.plugins.discovery import PluginPolicy, warn_unknown_policy_names
 from olive.plugins.registry import PassRegistry
 from olive.report.data import report_data_from_footprint
+from olive.report.html import render_report
 from olive.report.table import candidates_table, distinguishing_names, format_value
 
 RST = re.compile(r"``|:(class|func|meth|mod|param|attr):`")
@@ -241,6 +242,53 @@ def test_the_table_is_a_table_at_80_columns_and_blocks_at_40() -> None:
     assert "latency p50: 0.6123 ratio" in narrow
 
 
+def _multi_target_footprint() -> dict:
+    # One quantization run evaluated on the CPU provider and, through nodes of their own, on OpenVINO twice.
+    footprint = _footprint()
+    footprint["nodes"] = footprint["nodes"][:3]
+    footprint["best_model_id"] = "quantize-0bcdef0123456"
+    targets = {"cpu-openvino-aaaaaa": "cpu-openvino[INFERENCE_PRECISION_HINT=f32]"}
+    targets["cpu-openvino-bbbbbb"] = "cpu-openvino[INFERENCE_PRECISION_HINT=bf16]"
+    for base in ("input_model", "quantize-0bcdef0123456"):
+        for suffix, label in targets.items():
+            footprint["nodes"].append(
+                _node(
+                    f"{base}@{suffix}",
+                    base,
+                    metrics=_metrics(0.5, 8.0, 267000.0, 0.9999),
+                    is_candidate=True,
+                    meets_goals=True,
+                    target={"label": label, "execution_provider": "OpenVINOExecutionProvider"},
+                    target_of=base,
+                )
+            )
+    return footprint
+
+
+@pytest.mark.parametrize("width", [40, 80, 200])
+def test_a_model_placed_on_another_target_is_labelled_by_its_passes_and_target_only(width: int) -> None:
+    data = report_data_from_footprint(_multi_target_footprint())
+    console = Console(width=width, record=True, color_system=None, file=__import__("io").StringIO())
+    console.print(candidates_table(data, KEYS, width))
+    text = console.export_text()
+    # The placement is no pass: no "None (None)" step, and the target is named once per row.
+    assert "None" not in text, text
+    if width < 80:
+        return  # a target label longer than the screen folds; the rows themselves are checked at 80 and 200
+    assert text.count("on=cpu-openvino[INFERENCE_PRECISION_HINT=bf16]") == 2, text
+    row = text[text.index("quantize-0bcdef0123456@cpu-openvino-aaaaaa") :]
+    assert "quantize: per_channel=True" in row.split("on=cpu-openvino")[0], text
+
+
+def test_report_chains_of_a_model_placed_on_another_target_list_only_pass_runs() -> None:
+    data = report_data_from_footprint(_multi_target_footprint())
+    placed = data.by_id["quantize-0bcdef0123456@cpu-openvino-aaaaaa"]
+    assert [step.pass_key for step in data.chain(placed)] == ["fuse", "quantize"]
+    assert data.chain(data.by_id["input_model@cpu-openvino-bbbbbb"]) == []
+    page = render_report(data)
+    assert "<code>None</code>" not in page and "None (None)" not in page and ": None" not in page
+
+
 def test_distinguishing_names_shorten_only_what_they_share() -> None:
     assert distinguishing_names(["OnnxDynamicQuantization", "OnnxStaticQuantization"]) == {
         "OnnxDynamicQuantization": "Dynamic",
@@ -266,3 +314,25 @@ def test_olive_plugins_never_cuts_a_pass_name(width: int) -> None:
         if len(name) + 4 <= width:
             assert name in words, (name, result.output)
     assert longest <= width
+
+
+@pytest.mark.parametrize("width", [40, 60, 80, 200])
+def test_olive_eps_cuts_no_word_at_any_width(width: int) -> None:
+    from olive.execution_providers.registry import list_providers
+
+    result = CliRunner().invoke(cli, ["eps"], env={"COLUMNS": str(width)})
+    assert result.exit_code == 0, result.output
+    assert max(len(line.rstrip()) for line in result.output.splitlines()) <= width, result.output
+    words = {w.strip(",;:()") for w in result.output.split()}
+    # Every word the listing holds (names, packages, versions, device names, statuses) comes out whole.
+    expected = set()
+    for status in list_providers():
+        expected.update([status.name, status.kind, status.package or "", status.version or ""])
+        expected.update(status.status.split())
+        expected.update((status.error or "").split())
+        for device in status.devices:
+            expected.update([device["ep_name"], device["device"], *str(device.get("name") or "").split()])
+    expected = {w.strip(",;:()") for w in expected} - {""}
+    for word in expected:
+        if len(word) + 4 <= width:
+            assert word in words, (word, result.output)

@@ -56,6 +56,28 @@ def test_dry_run_prints_space_sizes_and_runs_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "cache").exists() and not (tmp_path / "out").exists()
 
 
+def test_dry_run_lists_every_target_and_counts_them_in_the_search_size(tmp_path: Path) -> None:
+    strategies = {"olive_parameter_type": "SearchParameter", "type": "Categorical", "support": ["a", "b"]}
+    providers = [["CPUExecutionProvider", {"arena_extend_strategy": strategies}]]
+    systems = {"local": {"type": "LocalSystem", "accelerators": [{"device": "cpu", "execution_providers": providers}]}}
+    data = base_workflow(
+        tmp_path,
+        passes={"add": {"type": "AddMatMuls"}},
+        search_strategy={"execution_order": "joint", "sampler": "random"},
+        systems=systems,
+        target="local",
+    )
+    result = CliRunner().invoke(
+        cli, ["run", str(_write(tmp_path / "wf.json", data)), "--dry-run"], env={"COLUMNS": "200"}
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert "targets (2): cpu-cpu[arena_extend_strategy=a], cpu-cpu[arena_extend_strategy=b]" in lines
+    assert "  add: 3 point(s)" in lines and "  targets: 2" in lines
+    assert "total search space: 6 point(s)" in lines
+    assert not any(line.startswith("accelerator:") for line in lines)
+
+
 def test_failing_pass_outside_a_search_exits_1_with_one_line(tmp_path: Path) -> None:
     data = base_workflow(tmp_path, passes={"add": {"type": "AddMatMuls", "fail": True}})
     config = _write(tmp_path / "wf.json", data)

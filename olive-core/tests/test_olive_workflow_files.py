@@ -66,6 +66,62 @@ def test_the_engine_sections_ignored_keys_are_named_too(tmp_path: Path, caplog) 
     assert len(warnings) == 1 and "engine.log_to_file, engine.ort_log_severity_level" in warnings[0]
 
 
+# Every key the deprecation warning may tell users to move: those ignored here, and some that take effect.
+ENGINE_SECTION = {
+    "log_to_file": True,
+    "ort_log_severity_level": 3,
+    "ort_py_log_severity_level": 3,
+    "output_name": "best",
+    "clean_cache": True,
+    "evaluate_input_model": False,
+    "log_severity_level": 2,
+}
+
+
+@pytest.mark.parametrize("spelling", ["engine", "top level"])
+def test_every_key_the_engine_warning_says_to_move_works_in_both_places(tmp_path: Path, caplog, spelling) -> None:
+    workflow = base_workflow(tmp_path)
+    if spelling == "engine":
+        workflow["engine"] = dict(ENGINE_SECTION)
+    else:
+        workflow.update(ENGINE_SECTION)
+    with caplog.at_level(logging.WARNING, logger="olive"):
+        config = load_workflow_config(workflow)
+    assert (config.clean_cache, config.evaluate_input_model, config.log_severity_level) == (True, False, 2)
+    messages = [r.getMessage() for r in caplog.records]
+    moved = [m for m in messages if "'engine' section is deprecated" in m]
+    if spelling == "engine":
+        assert len(moved) == 1 and "log_to_file" in moved[0]
+    else:
+        assert not moved
+    ignored = [m for m in messages if "have no effect" in m]
+    prefix = "engine." if spelling == "engine" else ""
+    assert len(ignored) == 1, messages
+    for key in ("log_to_file", "ort_log_severity_level", "ort_py_log_severity_level", "output_name"):
+        assert f"{prefix}{key}" in ignored[0]
+    assert "clean_cache" not in ignored[0]
+
+
+def test_a_key_given_in_the_engine_section_and_at_the_top_level_is_one_error(tmp_path: Path) -> None:
+    workflow = {**base_workflow(tmp_path), "log_to_file": True, "engine": {"log_to_file": False}}
+    with pytest.raises(WorkflowConfigError, match=r"engine\.log_to_file: also given at the top level"):
+        load_workflow_config(workflow)
+
+
+def test_olive_run_takes_the_moved_keys(tmp_path: Path, engine_registry) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from olive.cli.main import cli
+
+    file = tmp_path / "wf.json"
+    file.write_text(json.dumps({**base_workflow(tmp_path), "log_to_file": True, "ort_log_severity_level": 3}))
+    result = CliRunner().invoke(cli, ["run", str(file), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "log_to_file" in result.stderr and "unknown" not in result.output
+
+
 def test_no_warning_when_every_key_takes_effect(tmp_path: Path, caplog) -> None:
     with caplog.at_level(logging.WARNING, logger="olive"):
         load_workflow_config(_with_evaluator(tmp_path, {"type": "OnnxEvaluator"}))

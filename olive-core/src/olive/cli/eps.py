@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, Any
 
 import click
+
+from olive.cli.layout import minimum_width
+
+if TYPE_CHECKING:
+    from olive.execution_providers.registry import ProviderStatus
 
 
 @click.command("eps")
@@ -24,22 +30,57 @@ def eps_command(as_json: bool) -> None:
         click.echo(json.dumps([status.to_json() for status in statuses], indent=2))
         return
 
-    from rich import box
     from rich.console import Console
-    from rich.markup import escape
+
+    console = Console()
+    rows = [_row(status) for status in statuses]
+    table = _table(rows)
+    # Rich would squeeze a table wider than the terminal by cutting words; measure, and give each provider
+    # a block of lines when it does not fit.
+    if minimum_width(table, console.width) <= console.width:
+        console.print(table)
+    else:
+        _print_blocks(console, rows)
+
+
+def _row(status: ProviderStatus) -> tuple[str, str, str, list[str], str]:
+    devices = [
+        f"{d['ep_name']} on {d['device']}" + (f" ({d['name']})" if d.get("name") else "") for d in status.devices
+    ]
+    package = f"{status.package} {status.version}" if status.version else status.package or "-"
+    state = status.status if not status.error else f"{status.status}: {status.error}"
+    return status.name, status.kind, package, devices, state
+
+
+def _longest_word(texts: list[str]) -> int:
+    return max((len(word) for text in texts for word in text.split()), default=1)
+
+
+def _table(rows: list[tuple[str, str, str, list[str], str]]) -> Any:
+    from rich import box
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title="Execution providers", title_justify="left", box=box.SIMPLE_HEAD)
     table.add_column("Provider", no_wrap=True)
     table.add_column("Kind", no_wrap=True)
-    table.add_column("Package", overflow="fold")
-    table.add_column("Devices", overflow="fold")
-    table.add_column("Status", overflow="fold")
-    for status in statuses:
-        devices = "\n".join(
-            f"{d['ep_name']} on {d['device']}" + (f" ({d['name']})" if d.get("name") else "") for d in status.devices
-        )
-        package = f"{status.package} {status.version}" if status.version else status.package or "-"
-        state = status.status if not status.error else f"{status.status}: {status.error}"
-        table.add_row(status.name, status.kind, escape(package), escape(devices or "-"), escape(state))
-    Console().print(table)
+    # Wrapped between words only: each column is as wide as its longest word.
+    for name, index in (("Package", 2), ("Devices", 3), ("Status", 4)):
+        texts = [t for row in rows for t in (row[index] if isinstance(row[index], list) else [row[index]])]
+        table.add_column(name, min_width=max(_longest_word(texts), len(name)))
+    for name, kind, package, devices, state in rows:
+        table.add_row(name, kind, Text(package), Text("\n".join(devices) or "-"), Text(state))
+    return table
+
+
+def _print_blocks(console: Any, rows: list[tuple[str, str, str, list[str], str]]) -> None:
+    from rich.padding import Padding
+    from rich.text import Text
+
+    console.print("Execution providers", style="bold")
+    for name, kind, package, devices, state in rows:
+        console.print(Padding(Text(name), (0, 0, 0, 2), expand=False))
+        lines = [f"{kind}, {package}", *(f"device: {d}" for d in devices), f"status: {state}"]
+        for line in lines:
+            # Continuation lines keep the indent, so a wrapped line still reads as the provider's.
+            console.print(Padding(Text(line), (0, 0, 0, 4), expand=False))

@@ -187,12 +187,22 @@ def _print_dry_run(prepared) -> None:
     console.print(f"search: {order}" + (f", sampler {strategy.sampler}" if strategy else ""))
     for key, size in prepared.search_space_sizes().items():
         console.print(f"  {key}: {size} point(s)")
+    targets = prepared.targets or [prepared.accelerator]
+    if len(targets) > 1:
+        console.print(f"  targets: {len(targets)}")
     console.print(f"total search space: {prepared.total_size()} point(s)")
     if strategy is not None and strategy.max_samples:
         console.print(f"max_samples: {strategy.max_samples}")
-    console.print(
-        f"accelerator: {prepared.accelerator} (execution providers: {', '.join(prepared.execution_providers)})"
-    )
+    if len(targets) > 1:
+        # Each label carries its options; the line wraps between labels, never inside one.
+        labels = ", ".join(target.label for target in targets)
+        console.print(f"targets ({len(targets)}): {labels}", highlight=False, markup=False)
+    else:
+        console.print(
+            f"accelerator: {targets[0].label} (execution providers: {', '.join(prepared.execution_providers)})",
+            highlight=False,
+            markup=False,
+        )
     console.print("config is valid; nothing was run (--dry-run)")
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import difflib
+import importlib.util
 import json
 import logging
 from collections.abc import Mapping, Sequence
@@ -11,7 +13,8 @@ from typing import Any
 
 import attrs
 
-from olive.exceptions import ExecutionProviderError
+from olive.exceptions import ExecutionProviderError, PluginLoadError
+from olive.execution_providers.registry import adapter_for, ep_adapter_registry
 from olive.hardware.constants import PROVIDER_PACKAGE, ExecutionProvider
 
 logger = logging.getLogger(__name__)
@@ -102,27 +105,81 @@ def available_execution_providers() -> list[str]:
     return list(onnxruntime.get_available_providers())
 
 
-def filter_execution_providers(requested: Sequence[str], available: Sequence[str] | None = None) -> list[str]:
+def installed_plugin_providers() -> list[str]:
+    """Plugin providers whose package is installed (found by module; no library is loaded)."""
+    names = []
+    for name in ep_adapter_registry().names():
+        try:
+            adapter = adapter_for(name)
+        except PluginLoadError:
+            continue  # named where it is used, with its error
+        if adapter is None or not adapter.module:
+            continue
+        try:
+            found = importlib.util.find_spec(adapter.module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if found:
+            names.append(adapter.ep_name)
+    return names
+
+
+def _provider_key(name: str) -> str:
+    # "openvino", "OpenVinoExecutionProvider" and "OpenVINOExecutionProvider" are one provider to a reader.
+    return name.lower().removesuffix("executionprovider")
+
+
+def closest_provider(name: str, candidates: Sequence[str]) -> str | None:
+    """The provider of ``candidates`` that ``name`` most likely means, ignoring case and the
+    ``ExecutionProvider`` suffix (``openvino`` -> ``OpenVINOExecutionProvider``); None when none is close."""
+    others = [c for c in candidates if c != name]
+    # Short names first ("openvino"), then whole ones, which a misspelled suffix ("...Providr") still matches.
+    for key in (_provider_key, str.lower):
+        by_key = {key(c): c for c in others}
+        matches = difflib.get_close_matches(key(name), list(by_key), n=1, cutoff=0.6)
+        if matches:
+            return by_key[matches[0]]
+    return None
+
+
+def _where_from(name: str, candidates: Sequence[str], installed: Sequence[str]) -> str:
+    if name in PROVIDER_PACKAGE:
+        return f"{name} (from {PROVIDER_PACKAGE[name]})"
+    match = closest_provider(name, candidates)
+    if match is not None:
+        missing = match not in installed and match in PROVIDER_PACKAGE
+        source = f", from {PROVIDER_PACKAGE[match]}" if missing else ""
+        return f"{name} (did you mean '{match}'{source}?)"
+    return f"{name} (from an onnxruntime build with it)"
+
+
+def filter_execution_providers(
+    requested: Sequence[str], available: Sequence[str] | None = None, plugins: Sequence[str] | None = None
+) -> list[str]:
     """Keep the requested providers the installed onnxruntime has, in the requested order.
 
-    Dropped providers get one warning naming them and the package that provides them; if none is left,
-    an :class:`ExecutionProviderError` says what is installed and what to install.
+    Dropped providers get one warning naming them and the package that provides them (or the provider a
+    misspelled name most likely means); if none is left, an :class:`ExecutionProviderError` says what is
+    installed, built in and from plugin packages (``plugins``: read from the installed adapters when None),
+    and what to install.
     """
     available = available_execution_providers() if available is None else list(available)
     kept = [ep for ep in requested if ep in available]
     dropped = [ep for ep in requested if ep not in available]
-    if dropped:
-        hints = ", ".join(f"{ep} (from {PROVIDER_PACKAGE.get(ep, 'an onnxruntime build with it')})" for ep in dropped)
-        if kept:
-            logger.warning(
-                "Ignoring execution providers the installed onnxruntime does not have: %s. Installed: %s.",
-                hints,
-                ", ".join(available),
-            )
-    if not kept:
-        raise ExecutionProviderError(
-            f"none of the requested execution providers is available: {hints if dropped else 'none requested'}. "
-            f"The installed onnxruntime offers {', '.join(available)}; install the package named above, "
-            "or request one of those."
+    if not dropped and kept:
+        return kept
+    plugins = installed_plugin_providers() if plugins is None else list(plugins)
+    offered = ", ".join(available)
+    if plugins:
+        offered += f", and installed plugin packages add {', '.join(plugins)}"
+    candidates = list(dict.fromkeys([*available, *plugins, *ep_adapter_registry().names(), *PROVIDER_PACKAGE]))
+    hints = ", ".join(_where_from(ep, candidates, [*available, *plugins]) for ep in dropped)
+    if kept:
+        logger.warning(
+            "Ignoring execution providers the installed onnxruntime does not have: %s. Installed: %s.", hints, offered
         )
-    return kept
+        return kept
+    raise ExecutionProviderError(
+        f"none of the requested execution providers is available: {hints if dropped else 'none requested'}. "
+        f"The installed onnxruntime offers {offered}. Request one of those, or install the package named above."
+    )

@@ -149,7 +149,7 @@ class ReportData:
         return None
 
     def chain(self, node: Mapping[str, Any]) -> list[Step]:
-        """The pass runs that produced ``node``, first pass first."""
+        """The pass runs that produced ``node``, first pass first (a node placing a model on a target is none)."""
         by_id = self.by_id
         # Only files without searched_params need the params that differ between runs (a pass over every node).
         varied = self._varied_params() if self.searched_params is None else {}
@@ -160,6 +160,9 @@ class ReportData:
             if current["model_id"] in seen:  # a malformed file must not loop forever
                 break
             seen.add(current["model_id"])
+            if current.get("target_of"):
+                current = by_id.get(current["parent_model_id"])
+                continue
             config = dict(current.get("config") or {})
             if self.searched_params is not None:
                 names = self.searched_params.get(current.get("pass_key") or "", [])

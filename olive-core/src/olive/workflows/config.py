@@ -56,8 +56,9 @@ ENGINE_KEYS: dict[str, tuple[type, str, Any]] = {
 }
 # Keys older files nest under "engine" besides the engine keys.
 _ENGINE_SECTION_KEYS = {*ENGINE_KEYS, "search_strategy", "evaluator", "host", "target", "workflow_id"}
-# Accepted under "engine" for old files, and ignored with a note.
-_ENGINE_IGNORED = {"ort_log_severity_level", "ort_py_log_severity_level", "log_to_file", "output_name"}
+# Microsoft Olive's engine keys that have no effect here: accepted under "engine" and at the top level (where
+# the deprecation note tells users to move them), and ignored with a note.
+_ENGINE_IGNORED = ("log_to_file", "ort_log_severity_level", "ort_py_log_severity_level", "output_name")
 TOP_LEVEL_KEYS = (
     "workflow_id",
     "input_model",
@@ -73,6 +74,7 @@ TOP_LEVEL_KEYS = (
     "user_script",
     "script_dir",
     *ENGINE_KEYS,
+    *_ENGINE_IGNORED,
 )
 PASS_RESERVED_KEYS = ("type", "config", "user_script", "script_dir", "disable_search")
 # Microsoft Olive's names of the evaluator that runs ONNX models with onnxruntime (registered as
@@ -368,18 +370,19 @@ class _Parser:
         flat = {k: data[k] for k in data if k != "engine"}
         if "engine" in data:
             engine = expect(data["engine"], dict, "engine", "an object of engine settings")
-            check_keys(engine, sorted(_ENGINE_SECTION_KEYS | _ENGINE_IGNORED), "engine")
+            check_keys(engine, sorted(_ENGINE_SECTION_KEYS | set(_ENGINE_IGNORED)), "engine")
             logger.warning(
                 "The 'engine' section is deprecated; move its keys (%s) to the top level of the workflow.",
                 ", ".join(engine),
             )
             for key, value in engine.items():
+                if key in flat:
+                    raise config_error(f"engine.{key}", f"also given at the top level; keep only the top-level '{key}'")
                 if key in _ENGINE_IGNORED:
                     self.ignored.append(f"engine.{key}")
                     continue
-                if key in flat:
-                    raise config_error(f"engine.{key}", f"also given at the top level; keep only the top-level '{key}'")
                 flat[key] = value
+        self.ignored.extend(key for key in _ENGINE_IGNORED if key in data)
 
         kwargs: dict[str, Any] = {"base_dir": self.base_dir, "source": self.source, "raw": data}
         if "workflow_id" in flat:
