@@ -7,11 +7,10 @@ device (as ``olive eps`` does).
 
 from __future__ import annotations
 
-import importlib.util
-
 from olive.data.containers import container_registry
-from olive.exceptions import PluginLoadError, WorkflowConfigError, closest_match_hint
+from olive.exceptions import PluginLoadError, WorkflowConfigError
 from olive.execution_providers.registry import adapter_for, adapter_name, ep_adapter_registry, list_providers
+from olive.hardware.accelerator import closest_provider, installed_plugin_providers
 from olive.optimize.recipe import Installed
 from olive.plugins.registry import get_registry
 
@@ -20,27 +19,6 @@ __all__ = ["ALL_PROVIDERS", "installed_now", "installed_plugin_providers"]
 #: ``--provider all``: every installed provider that offers the device
 ALL_PROVIDERS = "all"
 _CONVERTER = "OnnxConversion"
-
-
-def installed_plugin_providers() -> list[str]:
-    """Plugin providers whose package is installed (found by module; no library is loaded)."""
-    names = []
-    for entry in ep_adapter_registry().entries():
-        if entry.status == "blocked":
-            continue
-        try:
-            adapter = adapter_for(entry.name)
-        except PluginLoadError:
-            continue
-        if adapter is None or not adapter.module:
-            continue
-        try:
-            found = importlib.util.find_spec(adapter.module) is not None
-        except (ImportError, ValueError):
-            found = False
-        if found:
-            names.append(adapter.ep_name)
-    return names
 
 
 def installed_now(providers: tuple[str, ...], device: str) -> tuple[Installed, tuple[str, ...]]:
@@ -86,7 +64,10 @@ def _check_builtin_provider(name: str) -> None:
     available = ", ".join(dict.fromkeys([*ort.get_available_providers(), *installed_plugin_providers()]))
     # onnxruntime's names are case-sensitive: the right spelling is named rather than guessed at.
     same = next((k for k in known if k.lower() == name.lower()), None)
-    hint = f" (names are case-sensitive: use '{same}')" if same else closest_match_hint(name, known)
+    closest = None if same else closest_provider(name, known)
+    hint = f" (did you mean '{closest}'?)" if closest else ""
+    if same:
+        hint = f" (names are case-sensitive: use '{same}')"
     raise WorkflowConfigError(
         f"'{name}' is not an execution provider{hint}; available here: {available} (olive eps lists them)",
         owner="--provider",
