@@ -9,7 +9,7 @@ A run, in order (``olive.workflows.run``):
 3. ``engine.engine.Engine`` evaluates the input model, then searches: the sampler suggests points, each
    point is a trial (``engine.trial``: the pass chain through the content-addressed cache, ``olive.cache``,
    then the evaluation) run by an executor (``engine.executors``: inline by default, local processes or
-   Ray), and the engine records every trial's events (``engine.results``) in the footprint
+   Ray), and ``engine.recording`` records every trial's events (``engine.results``) in the footprint
    (``engine.footprint``), firing the observer hooks as it does; ``engine.choice`` picks the best under
    the goals;
 4. ``engine.output_writer.write_outputs`` writes the model, ``model_config.json``, ``metrics.json``,

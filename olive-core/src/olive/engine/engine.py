@@ -1,9 +1,10 @@
-"""Running a resolved workflow: the search loop, recording each trial, evaluation and candidate choice.
+"""Running a resolved workflow: the reference model, the search loop, and the output with its chosen candidate.
 
 Every search, with or without an executor, goes through one loop (:meth:`Engine._search`): the sampler
 suggests points, each point is a trial handed to the executor (run inline by default), and the trial's
-events are recorded in the order the sampler gave the points (:meth:`Engine._record_trial`). Recording is
-the one place the observer hooks fire, so they fire in the same order on every executor.
+events are recorded in the order the sampler gave the points (``engine.recording``,
+:meth:`TrialRecorder.record_trial`). Recording is the one place the observer hooks fire, so they fire in the
+same order on every executor.
 """
 
 from __future__ import annotations
@@ -18,17 +19,15 @@ from olive.cache.store import CacheStore, hash_model
 from olive.engine.choice import choose_best, rank
 from olive.engine.executors import TrialExecutor, create_executor
 from olive.engine.footprint import INPUT_MODEL_ID, Footprint, FootprintNode
-from olive.engine.hooks import fire
-from olive.engine.keys import digest
 from olive.engine.limits import SearchLimits
 from olive.engine.output import WorkflowOutput
 from olive.engine.progress import SearchProgress
-from olive.engine.results import EvaluationResult, Status, StepResult, StepStarted, TrialEvent, TrialFailed
-from olive.engine.trial import TrialContext, TrialRequest, TrialWorker, model_from_record
-from olive.evaluator.goals import meets_goals, resolve_goals
-from olive.evaluator.result import MetricResult
-from olive.exceptions import OliveError, PassConfigError, PassRunError, WorkflowConfigError
-from olive.execution_providers.targets import TARGET_KEY, model_on_target, target_index, target_json
+from olive.engine.recording import TrialRecorder
+from olive.engine.results import Status, StepResult, StepStarted, TrialEvent
+from olive.engine.trial import TrialContext, TrialRequest, TrialWorker
+from olive.evaluator.goals import resolve_goals
+from olive.exceptions import PassRunError
+from olive.execution_providers.targets import TARGET_KEY, target_json
 from olive.model.handler import ONNXModelHandler
 from olive.search.samplers import Sampler, create_sampler
 from olive.search.search_parameter import Categorical
@@ -36,9 +35,8 @@ from olive.search.search_space import JointSearchSpace, SearchSpace
 
 if TYPE_CHECKING:
     from olive.engine.evaluation import ModelEvaluator
-    from olive.engine.plan import PassAlternative, PassPlan
+    from olive.engine.plan import PassPlan
     from olive.hardware.accelerator import AcceleratorSpec
-    from olive.model.handler import OliveModelHandler
     from olive.workflows.config import WorkflowConfig
 
 logger = logging.getLogger(__name__)
@@ -68,15 +66,11 @@ class Engine:
         self.evaluator = evaluator
         self.progress = SearchProgress(show_progress)
         self.footprint = Footprint()
-        self._plans = {plan.key: plan for plan in plans}
-        self._models: dict[str, tuple[OliveModelHandler, str]] = {}  # model_id -> (handler, content hash)
-        self._results: dict[str, MetricResult] = {}  # model_id -> its evaluation
-        self._failed_runs: dict[tuple[str, str], str] = {}  # (pass_key, run key) -> error, within this run
-        self._thresholds: dict[str, float] = {}
+        #: Records every trial in the footprint; holds the models and evaluations by model id, the goals'
+        #: thresholds and the reference model's id (see :meth:`_reference`; None without an evaluator).
+        self._recorder = TrialRecorder(self.footprint, plans, self.targets, cache.session_id, workflow.search_enabled)
         self._objectives = evaluator.objectives() if evaluator else []
         self._limits = SearchLimits(workflow.search_strategy)
-        #: The model metrics compare with (see :meth:`_reference`); None without an evaluator.
-        self._reference_id: str | None = None
 
     # ----------------------------------------------------------------------------------------------
     def run(self) -> WorkflowOutput:
@@ -84,10 +78,11 @@ class Engine:
         # model again here would add to every run's fixed cost.
         input_model = self.workflow.input_model.create_handler()
         input_hash = hash_model(input_model)
+        recorder = self._recorder
         node = self.footprint.add(
             FootprintNode(model_id=INPUT_MODEL_ID, model_path=input_model.model_path, model_json=input_model.to_json())
         )
-        self._models[INPUT_MODEL_ID] = (input_model, input_hash)
+        recorder.models[INPUT_MODEL_ID] = (input_model, input_hash)
         node.target = target_json(self.targets[0])
         context = TrialContext(
             context_id=uuid.uuid4().hex,
@@ -104,17 +99,17 @@ class Engine:
         )
         local = TrialWorker(context, self.cache, self.evaluator, input_model)
         if self.evaluator is not None:
-            self._reference_id = self._reference(local)
-            reference, reference_hash = self._models[self._reference_id]
+            recorder.reference_id = self._reference(local)
+            reference, reference_hash = recorder.models[recorder.reference_id]
             # Every worker compares with the same model: the trial context carries it.
             context.reference_model_json, context.reference_hash = reference.to_json(), reference_hash
             local.reference_model = reference
             if self.workflow.evaluate_input_model or self.evaluator.needs_baseline():
                 evaluation = self.evaluator.evaluate(reference, reference_hash, reference, reference_hash)
-                self._record_evaluation(self.footprint.get(self._reference_id), evaluation)
-            self._thresholds = resolve_goals(self.evaluator.metrics, self._results.get(self._reference_id))
-        if self._reference_id is not None or isinstance(input_model, ONNXModelHandler):
-            self._reference_on_targets(self._reference_id or INPUT_MODEL_ID)
+                recorder.record_evaluation(self.footprint.get(recorder.reference_id), evaluation)
+            recorder.thresholds = resolve_goals(self.evaluator.metrics, recorder.results.get(recorder.reference_id))
+        if recorder.reference_id is not None or isinstance(input_model, ONNXModelHandler):
+            self._reference_on_targets(recorder.reference_id or INPUT_MODEL_ID)
 
         strategy = self.workflow.search_strategy
         executor = create_executor(strategy.executor if strategy is not None else None, context, local)
@@ -142,13 +137,13 @@ class Engine:
         checked itself against the input model. It runs here, before the search, and is recorded like any run;
         the search then finds it in the footprint and the cache.
         """
-        input_model, input_hash = self._models[INPUT_MODEL_ID]
+        input_model, input_hash = self._recorder.models[INPUT_MODEL_ID]
         if isinstance(input_model, ONNXModelHandler):
             return INPUT_MODEL_ID
         plan = self.plans[0]
         point = {plan.key: plan.space.get_point(0)}
-        step = local.run_step(plan, point[plan.key], input_model, input_hash, self._failed_runs)
-        node, status = self._record_trial(INPUT_MODEL_ID, point, _step_events(step), candidate=False)
+        step = local.run_step(plan, point[plan.key], input_model, input_hash, self._recorder.failed_runs)
+        node, status = self._recorder.record_trial(INPUT_MODEL_ID, point, _step_events(step), candidate=False)
         if node is None or status is not Status.OK:
             reason = node.error if node is not None else "it produced no model"
             raise PassRunError(
@@ -180,7 +175,7 @@ class Engine:
             found = self._search(executor, space, current, [plan.key], f"search {plan.key}", last)
             if not found:
                 return
-            best = rank(found, self._results, self._objectives)[0]
+            best = rank(found, self._recorder.results, self._objectives)[0]
             # The next pass starts from the best model itself, not from it placed on a target.
             current = best.parent_model_id if best.target_of is not None else best.model_id
 
@@ -198,39 +193,15 @@ class Engine:
         """The reference model (the input, or its conversion) on every target but the first is a candidate:
         deploying it elsewhere, unchanged, may be the best answer."""
         reference_node = self.footprint.get(reference_id)
-        reference, reference_hash = self._models[reference_id]
+        reference, reference_hash = self._recorder.models[reference_id]
         for index in range(1, len(self.targets)):
-            node = self._on_target(reference_node, index)
+            node = self._recorder.on_target(reference_node, index)
             if self.evaluator is not None:
-                targeted = self._models[node.model_id][0]
+                targeted = self._recorder.models[node.model_id][0]
                 evaluation = self.evaluator.evaluate(targeted, reference_hash, reference, reference_hash)
-                self._record_evaluation(node, evaluation)
+                self._recorder.record_evaluation(node, evaluation)
             if node.status is Status.OK:
-                node.is_candidate = True
-                if self._thresholds:
-                    node.meets_goals = self._meets(node)
-
-    def _on_target(self, node: FootprintNode, index: int) -> FootprintNode:
-        """The node of ``node``'s model on target ``index``, made on first use (several targets only)."""
-        target = self.targets[index]
-        suffix = str(target) if not target.provider_options else f"{target}-{digest({'t': target.cache_key()})[:6]}"
-        model_id = f"{node.model_id}@{suffix}"
-        known = self.footprint.get(model_id)
-        if known is not None:
-            return known
-        model, model_hash = self._models[node.model_id]
-        targeted = model_on_target(model, target)
-        self._models[model_id] = (targeted, model_hash)
-        return self.footprint.add(
-            FootprintNode(
-                model_id=model_id,
-                parent_model_id=node.model_id,
-                model_path=node.model_path,
-                model_json=targeted.to_json(),
-                target=target_json(target),
-                target_of=node.model_id,
-            )
-        )
+                self._recorder.mark_candidate(node)
 
     def _search(
         self,
@@ -250,7 +221,8 @@ class Engine:
         """
         sampler = self._sampler(space)
         self.progress.start(description, self._limits.total(space.size()))
-        model, model_hash = self._models[parent_id]
+        recorder = self._recorder
+        model, model_hash = recorder.models[parent_id]
         queue: deque[tuple[int, dict[str, Any]]] = deque()
         done: dict[int, Iterable[TrialEvent]] = {}
         found: list[FootprintNode] = []
@@ -265,7 +237,7 @@ class Engine:
                     exhausted = True
                     break
                 request = TrialRequest(
-                    model.to_json(), model_hash, plan_keys, point, self.evaluator is not None, self._failed_runs
+                    model.to_json(), model_hash, plan_keys, point, self.evaluator is not None, recorder.failed_runs
                 )
                 queue.append((executor.submit(request), point))
             if not queue:
@@ -275,7 +247,7 @@ class Engine:
                 done[trial_id] = events
                 continue
             trial_id, point = queue.popleft()
-            node, status = self._record_trial(parent_id, point, done.pop(trial_id), candidates)
+            node, status = recorder.record_trial(parent_id, point, done.pop(trial_id), candidates)
             if status is Status.PRUNED:
                 sampler.report(point, None, pruned=True)
                 continue
@@ -303,148 +275,16 @@ class Engine:
         return create_sampler(name, space, options, strategy.seed if strategy else None)
 
     def _objective_value(self, node: FootprintNode | None) -> float | None:
-        if node is None or not self._objectives or node.model_id not in self._results:
+        if node is None or not self._objectives or node.model_id not in self._recorder.results:
             return None
         value = node.metric_values().get(self._objectives[0]["key"])
         return float(value) if value is not None else None
 
     def _stop_for_goals(self, node: FootprintNode | None) -> bool:
         strategy = self.workflow.search_strategy
-        if strategy is None or not strategy.stop_when_goals_met or not self._thresholds or node is None:
+        if strategy is None or not strategy.stop_when_goals_met or not self._recorder.thresholds or node is None:
             return False
-        return node.model_id in self._results and self._meets(node)
-
-    def _meets(self, node: FootprintNode) -> bool:
-        result = self._results.get(node.model_id)
-        return result is not None and meets_goals(result, self._thresholds)
-
-    # ----------------------------------------------------------------------------------------------
-    # Recording trials: the one place hooks fire
-    # ----------------------------------------------------------------------------------------------
-    def _record_trial(
-        self, parent_id: str, point: dict[str, Any], events: Iterable[TrialEvent], candidate: bool
-    ) -> tuple[FootprintNode | None, Status]:
-        """Record a trial's events in the footprint; returns its last node and how its chain ended."""
-        node: FootprintNode | None = None
-        opened: FootprintNode | None = None
-        several = len(self.targets) > 1
-        for event in events:
-            if isinstance(event, TrialFailed):
-                return self._trial_failed(parent_id, point, event.error), Status.FAILED
-            if isinstance(event, StepStarted):
-                opened = self._start_run(parent_id, point, event)
-            elif isinstance(event, StepResult):
-                node = self._finish_step(parent_id, point, event, opened)
-                opened = None
-                if node.status is not Status.OK:
-                    return node, node.status
-                parent_id = node.model_id
-            elif node is not None:
-                if several:
-                    node = self._on_target(node, target_index(point))
-                elif node.target is None:
-                    node.target = target_json(self.targets[0])
-                self._record_evaluation(node, event)
-        if node is None:
-            return self._trial_failed(parent_id, point, "the trial returned nothing"), Status.FAILED
-        if several and node.target_of is None:
-            node = self._on_target(node, target_index(point))
-        elif not several and node.target is None:
-            node.target = target_json(self.targets[0])
-        if candidate:
-            node.is_candidate = True
-            if self._thresholds:
-                node.meets_goals = self._meets(node)
-        return node, Status.OK
-
-    def _trial_failed(self, parent_id: str, point: dict[str, Any], error: str) -> FootprintNode:
-        logger.warning("A trial failed: %s", error)
-        keys = [key for key in point if key != TARGET_KEY]
-        last = self.plans[-1].key if len(keys) != 1 else keys[0]
-        return self.footprint.trial_failed(last, parent_id, point, error)
-
-    def _alternative(self, pass_key: str, point: dict[str, Any]) -> PassAlternative:
-        return self._plans[pass_key].decode(point[pass_key])[0]
-
-    def _start_run(self, parent_id: str, point: dict[str, Any], step: StepStarted) -> FootprintNode | None:
-        """A node for a run this search has not recorded yet (``olive_pass_start`` fires); None for a known run."""
-        if self.footprint.run(step.pass_key, step.key) is not None:
-            return None
-        alternative = self._alternative(step.pass_key, point)
-        node = self.footprint.open_run(
-            step.pass_key, step.key, alternative.identity, alternative.run_version, parent_id, step.config
-        )
-        self._fire_pass("olive_pass_start", node)
-        return node
-
-    def _fire_pass(self, hook: str, node: FootprintNode, **outcome: Any) -> None:
-        """Fire ``olive_pass_start`` or ``olive_pass_end`` (with its ``outcome``) for the run of ``node``."""
-        run = {"pass_key": node.pass_key, "pass_name": node.pass_name, "config": node.config}
-        fire(hook, **run, input_model=self._models[node.parent_model_id][0], **outcome)
-
-    def _finish_step(
-        self, parent_id: str, point: dict[str, Any], step: StepResult, opened: FootprintNode | None
-    ) -> FootprintNode:
-        """The node of a finished step: a pruned point, a run recorded earlier, or ``opened`` (its hooks end)."""
-        if step.status is Status.PRUNED:
-            pass_name = self._alternative(step.pass_key, point).identity.name
-            return self.footprint.pruned(step.pass_key, pass_name, parent_id, step.config, step.error or "")
-        known = self.footprint.run(step.pass_key, step.key)
-        if opened is None and known is not None:
-            return known
-        node = opened or self._start_run(parent_id, point, StepStarted(step.pass_key, step.key, step.config))
-        cached, duration = step.cached, step.duration
-        if cached and step.status is Status.OK and step.record.get("session") == self.cache.session_id:
-            # A concurrent trial of this run did the work and this one waited for it; report the work where a
-            # sequential search would have done it, so every executor gives the same footprint.
-            cached, duration = False, float(step.record.get("duration_s", 0.0))
-        output_model = model_from_record(step.record) if step.status is Status.OK else None
-        error = (step.exception or PassRunError(step.error)) if step.status is Status.FAILED else None
-        self._fire_pass(
-            "olive_pass_end", node, output_model=output_model, cached=cached, error=error, duration_s=duration
-        )
-        node.cached = cached
-        node.timings["run"] = 0.0 if cached else round(duration, 6)
-        if cached:
-            node.timings["original_run"] = float(step.record.get("duration_s", 0.0))
-        if error is not None:
-            node.status, node.error = Status.FAILED, step.error
-            self._failed_runs[(step.pass_key, step.key)] = step.error
-            if not self.workflow.search_enabled:
-                raise _pass_error(node, error) from error
-            logger.warning("Pass '%s' (%s) failed: %s", node.pass_key, node.pass_name, node.error)
-            return node
-        node.model_path = output_model.model_path
-        node.model_json = output_model.to_json()
-        self._models[node.model_id] = (output_model, step.record["output_hash"])
-        return node
-
-    def _record_evaluation(self, node: FootprintNode, evaluation: EvaluationResult) -> None:
-        if node.model_id in self._results:
-            return  # measured for an earlier trial that reached the same model
-        if evaluation.error is not None:
-            if node.model_id in (INPUT_MODEL_ID, self._reference_id) or not self.workflow.search_enabled:
-                raise evaluation.exception or OliveError(evaluation.error)
-            node.status, node.error = Status.FAILED, f"evaluation: {evaluation.error}"
-            logger.warning("Evaluating %s failed: %s", node.model_id, evaluation.error)
-            return
-        node.timings["evaluate"] = round(evaluation.duration, 6)
-        node.timings["evaluation_cached"] = float(evaluation.cached)
-        # Where timing metrics were measured (host, and whether nothing else of the run used it meanwhile).
-        node.timings.update(evaluation.where)
-        node.metrics = evaluation.metrics
-        if evaluation.placement and node.target is not None:
-            node.target.update(evaluation.placement)
-            if evaluation.placement.get("nodes_not_taken_count"):
-                logger.warning(
-                    "%s: %s left %d node(s) to another provider: %s",
-                    node.model_id,
-                    node.target["execution_provider"],
-                    evaluation.placement["nodes_not_taken_count"],
-                    ", ".join(evaluation.placement.get("nodes_not_taken") or []),
-                )
-        self._results[node.model_id] = MetricResult.from_json(evaluation.metrics)
-        fire("olive_evaluation_end", model_id=node.model_id, model=self._models[node.model_id][0], metrics=node.metrics)
+        return node.model_id in self._recorder.results and self._recorder.meets(node)
 
     # ----------------------------------------------------------------------------------------------
     def _output(self) -> WorkflowOutput:
@@ -458,14 +298,14 @@ class Engine:
                 for plan in self.plans
             },
             accelerator=str(self.accelerator) if len(self.targets) == 1 else ", ".join(t.label for t in self.targets),
-            reference_model_id=self._reference_id,
+            reference_model_id=self._recorder.reference_id,
             distributions={
                 alt.identity.distribution: alt.identity.version or ""
                 for alt in alternatives
                 if alt.identity.distribution
             },
         )
-        choose_best(output, self._results, self._thresholds, self._limits.stopped_by)
+        choose_best(output, self._recorder.results, self._recorder.thresholds, self._limits.stopped_by)
         return output
 
 
@@ -473,13 +313,3 @@ def _step_events(step: Generator[StepStarted, None, StepResult]) -> Iterator[Tri
     """The events of one step (:meth:`TrialWorker.run_step`): its start, then its result."""
     result = yield from step
     yield result
-
-
-def _pass_error(node: FootprintNode, error: BaseException) -> OliveError:
-    """The error a run without search stops with when a pass fails, naming the pass once."""
-    owner = f"pass '{node.pass_key}' ({node.pass_name})"
-    if isinstance(error, PassConfigError | WorkflowConfigError):
-        # e.g. calibration data that does not fit the model: a config problem (exit code 2)
-        return type(error)(error.reason, owner=owner)
-    reason = error.reason if isinstance(error, OliveError) else str(error)
-    return PassRunError(f"{owner} failed: {type(error).__name__}: {reason}")
