@@ -166,6 +166,16 @@ def test_a_misspelled_openvino_is_a_config_error_naming_it_among_the_installed_p
     assert f"installed plugin packages add {OPENVINO}" in message and "CPUExecutionProvider" in message
 
 
+def test_a_provider_name_in_the_wrong_case_is_a_config_error_with_its_spelling(bert):
+    from pathlib import Path
+
+    model, data = bert
+    with pytest.raises(WorkflowConfigError) as caught:
+        prepare(_workflow(Path(model.model_path).parent, data, ["OpenVinoExecutionProvider"]))
+    # Before: the adapter was found, then "offers no cpu device on this machine" while it listed one.
+    assert f"provider names are case-sensitive; use '{OPENVINO}'" in str(caught.value)
+
+
 def test_a_search_spans_the_cpu_provider_and_openvino_in_two_precisions(bert):
     from pathlib import Path
 

@@ -173,6 +173,10 @@ def select_device(adapter: ExecutionProviderAdapter, ep_name: str, device: str |
     matching = [d for d in devices if d.ep_name == ep_name and (device is None or device_type(d) == device.lower())]
     if matching:
         return matching[0]
+    # The adapter is found whatever the case; onnxruntime's provider names are not.
+    spelled = next((d.ep_name for d in devices if d.ep_name != ep_name and d.ep_name.lower() == ep_name.lower()), None)
+    if spelled is not None:
+        raise EPUnavailableError(f"'{ep_name}': provider names are case-sensitive; use '{spelled}'")
     offered = ", ".join(f"{d.ep_name} on {device_type(d)}" for d in devices) or "none"
     what = f"{device} device" if device else "device"
     hint = f" ({adapter.ep_name} {adapter.needs})" if not devices and adapter.needs else ""
