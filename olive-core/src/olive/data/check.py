@@ -3,8 +3,9 @@ and the start of every run).
 
 Only the arrays' headers are read (:func:`~olive.data.npz.read_npz_headers`): names, ranks, fixed
 dimensions and dtypes are checked with the rules the evaluator and the calibration readers apply to real
-batches (:func:`~olive.data.feeds.check_feeds`), on one batch of zeros of the data's shape. A file that is
-not an ``.npz`` of numeric arrays is a config error that says how to write one; nothing is ever unpickled.
+batches (:func:`~olive.data.feeds.check_feed_specs`, the shapes-and-dtypes half of ``check_feeds``), so a run
+served from the cache needs no numpy. A file that is not an ``.npz`` of numeric arrays is a config error that
+says how to write one; nothing is ever unpickled.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from olive.data.config import DataConfig
-from olive.data.feeds import check_feeds
+from olive.data.feeds import check_feed_specs
 from olive.data.npz import LABEL_KEYS, read_npz_headers
 from olive.exceptions import OliveError, WorkflowConfigError
 from olive.model.handler import ONNXModelHandler
@@ -67,8 +68,6 @@ def check_workflow_data(workflow: WorkflowConfig) -> None:
 
 def check_npz_config(config: DataConfig, io_config: dict[str, Any], exact: bool = False) -> None:
     """Check one ``NpzDataContainer`` config's file against a model's ``io_config``."""
-    import numpy as np
-
     params = config.load_dataset_config.params
     path = params.get("data_path") or params.get("data_dir")
     where = f"{config.json_path or config.name}.load_dataset_config.data_path"
@@ -91,8 +90,8 @@ def check_npz_config(config: DataConfig, io_config: dict[str, Any], exact: bool 
         )
     batch_size = config.dataloader_config.params.get("batch_size")
     rows = min(next(iter(lengths.values())), batch_size if isinstance(batch_size, int) and batch_size > 0 else 1)
-    batch = {key: np.zeros((rows, *shape[1:]), dtype=dtype) for key, (shape, dtype) in inputs.items()}
+    batch = {key: ((rows, *shape[1:]), dtype) for key, (shape, dtype) in inputs.items()}
     try:
-        check_feeds(batch, io_config, f"data config '{config.name}' ('{path}')", "the input model", cast=not exact)
+        check_feed_specs(batch, io_config, f"data config '{config.name}' ('{path}')", "the input model", cast=not exact)
     except OliveError as exc:
         raise WorkflowConfigError(exc.reason, owner=where) from None

@@ -38,6 +38,49 @@ def check_feeds(
 
     names = list(io_config["input_names"])
     feeds = bind_inputs(feeds, names)
+    _check_names(feeds, names, where, model_name)
+    result = {}
+    for name, shape, dtype in zip(names, io_config["input_shapes"], io_config["input_types"], strict=True):
+        value = np.asarray(feeds[name])
+        _check_shape(name, shape, value.shape, where, model_name)
+        if np.dtype(dtype) != value.dtype and cast and _same_kind(value.dtype, np.dtype(dtype)):
+            value = value.astype(dtype)
+        if np.dtype(dtype) != value.dtype:
+            raise PassConfigError(_dtype_reason(name, value.dtype, dtype, model_name), owner=where)
+        result[name] = value
+    return result
+
+
+def check_feed_specs(
+    specs: Mapping[str, tuple[tuple[int, ...], str]],
+    io_config: Mapping[str, Any],
+    where: str,
+    model_name: str = "the model",
+    cast: bool = False,
+) -> None:
+    """:func:`check_feeds`' rules on the arrays' shapes and dtype names alone (``{name: (shape, dtype)}``, what an
+    ``.npz`` header says): no array is made, and numpy is imported only for a dtype name it must interpret."""
+    names = list(io_config["input_names"])
+    specs = bind_inputs(specs, names)
+    _check_names(specs, names, where, model_name)
+    for name, shape, dtype in zip(names, io_config["input_shapes"], io_config["input_types"], strict=True):
+        got_shape, got = specs[name]
+        _check_shape(name, shape, got_shape, where, model_name)
+        if got == dtype:
+            continue
+        kind_got, kind_want = _kind(got), _kind(dtype)
+        if kind_got is None or kind_want is None:
+            import numpy as np
+
+            # Not a plain native dtype name (a byte order, a structured type): numpy decides, as check_feeds does.
+            if np.dtype(got) == np.dtype(dtype) or (cast and _same_kind(np.dtype(got), np.dtype(dtype))):
+                continue
+        elif cast and kind_got == kind_want:
+            continue
+        raise PassConfigError(_dtype_reason(name, got, dtype, model_name), owner=where)
+
+
+def _check_names(feeds: Mapping[str, Any], names: list[str], where: str, model_name: str) -> None:
     missing = [n for n in names if n not in feeds]
     extra = [k for k in feeds if k not in names]
     if missing:
@@ -47,32 +90,40 @@ def check_feeds(
             f"(the data has {', '.join(repr(k) for k in feeds) or 'nothing'}; the model takes "
             f"{', '.join(repr(n) for n in names)}){hints}; key the arrays by the model's input names"
         )
-    result = {}
-    for name, shape, dtype in zip(names, io_config["input_shapes"], io_config["input_types"], strict=True):
-        value = np.asarray(feeds[name])
-        if len(shape) != value.ndim:
+
+
+def _check_shape(name: str, shape: Sequence[Any], got: Sequence[int], where: str, model_name: str) -> None:
+    if len(shape) != len(got):
+        raise PassConfigError(
+            f"input '{name}' has shape {list(got)} (rank {len(got)}) but {model_name} expects "
+            f"rank {len(shape)} ({shape}); the first axis is the batch",
+            owner=where,
+        )
+    for axis, (want, size) in enumerate(zip(shape, got, strict=True)):
+        if isinstance(want, int) and want > 0 and want != size:
             raise PassConfigError(
-                f"input '{name}' has shape {list(value.shape)} (rank {value.ndim}) but {model_name} expects "
-                f"rank {len(shape)} ({shape}); the first axis is the batch",
+                f"input '{name}' has size {size} on axis {axis} but {model_name} fixes it to {want} "
+                f"(model shape {shape}, data shape {list(got)})",
                 owner=where,
             )
-        for axis, (want, got) in enumerate(zip(shape, value.shape, strict=True)):
-            if isinstance(want, int) and want > 0 and want != got:
-                raise PassConfigError(
-                    f"input '{name}' has size {got} on axis {axis} but {model_name} fixes it to {want} "
-                    f"(model shape {shape}, data shape {list(value.shape)})",
-                    owner=where,
-                )
-        if np.dtype(dtype) != value.dtype and cast and _same_kind(value.dtype, np.dtype(dtype)):
-            value = value.astype(dtype)
-        if np.dtype(dtype) != value.dtype:
-            raise PassConfigError(
-                f"input '{name}' is {value.dtype} but {model_name} takes {dtype}; "
-                f"save the array as {dtype} (e.g. array.astype('{dtype}'))",
-                owner=where,
-            )
-        result[name] = value
-    return result
+
+
+def _dtype_reason(name: str, got: Any, want: str, model_name: str) -> str:
+    return (
+        f"input '{name}' is {got} but {model_name} takes {want}; save the array as {want} (e.g. array.astype('{want}'))"
+    )
+
+
+# Native dtype names by kind, as numpy's issubdtype(.., np.floating / np.integer) groups them.
+_KINDS = {
+    **dict.fromkeys(("float16", "float32", "float64"), "float"),
+    **dict.fromkeys(("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"), "int"),
+    "bool": "bool",
+}
+
+
+def _kind(dtype: str) -> str | None:
+    return _KINDS.get(str(dtype))
 
 
 def _same_kind(a: Any, b: Any) -> bool:

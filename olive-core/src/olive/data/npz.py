@@ -15,8 +15,8 @@ from olive.exceptions import OliveError
 LABEL_KEYS = ("labels", "label")
 
 
-def read_npz_headers(path: str | Path) -> dict[str, tuple[tuple[int, ...], Any]]:
-    """``{key: (shape, dtype)}`` of every array in an ``.npz``, read from the arrays' headers: no data is
+def read_npz_headers(path: str | Path) -> dict[str, tuple[tuple[int, ...], str]]:
+    """``{key: (shape, dtype name)}`` of every array in an ``.npz``, read from the arrays' headers: no data is
     loaded and nothing is ever unpickled.
 
     Raises :class:`OliveError` saying what is wrong with the file in Olive's words (not an ``.npz`` archive,
@@ -24,39 +24,71 @@ def read_npz_headers(path: str | Path) -> dict[str, tuple[tuple[int, ...], Any]]
     """
     import zipfile
 
-    import numpy as np
-
     path = Path(path)
     fix = "save the data with numpy.savez(path, input_name=array, ...), one numeric array per model input"
     if not path.is_file():
         raise OliveError(f"data file '{path}' does not exist; write it with numpy.savez or fix data_path")
     if not zipfile.is_zipfile(path):
         raise OliveError(f"'{path}' is not an .npz archive (numpy.savez writes a zip archive of .npy arrays); {fix}")
-    headers: dict[str, tuple[tuple[int, ...], Any]] = {}
+    headers: dict[str, tuple[tuple[int, ...], str]] = {}
     try:
         with zipfile.ZipFile(path) as archive:
             for member in archive.namelist():
                 key = member.removesuffix(".npy")
                 with archive.open(member) as handle:
-                    try:
-                        version = np.lib.format.read_magic(handle)
-                        read = (
-                            np.lib.format.read_array_header_1_0
-                            if version == (1, 0)
-                            else np.lib.format.read_array_header_2_0
-                        )
-                        shape, _, dtype = read(handle)
-                    except ValueError:
-                        raise OliveError(f"'{path}': member '{member}' is not a numpy array; {fix}") from None
-                if dtype.hasobject:
+                    header = _npy_header(handle)
+                if header is None:
+                    raise OliveError(f"'{path}': member '{member}' is not a numpy array; {fix}")
+                shape, dtype, has_objects = header
+                if has_objects:
                     raise OliveError(
                         f"'{path}': array '{key}' holds Python objects (dtype {dtype}), which Olive does not load; "
                         f"{fix}"
                     )
-                headers[key] = (tuple(shape), dtype)
+                headers[key] = (shape, dtype)
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
         raise OliveError(f"'{path}' cannot be read as an .npz archive ({type(exc).__name__}); {fix}") from None
     return headers
+
+
+# The .npy header's "descr" of plain native arrays, by dtype name (numpy's own format, version 1 to 3).
+_DESCR_NAMES = {
+    "<f2": "float16", "<f4": "float32", "<f8": "float64",
+    "|i1": "int8", "<i2": "int16", "<i4": "int32", "<i8": "int64",
+    "|u1": "uint8", "<u2": "uint16", "<u4": "uint32", "<u8": "uint64",
+    "|b1": "bool",
+}  # fmt: skip
+_NPY_MAGIC = b"\x93NUMPY"
+
+
+def _npy_header(handle: Any) -> tuple[tuple[int, ...], str, bool] | None:
+    """(shape, dtype name, holds objects) from an ``.npy`` member's header; None when it is not an array.
+
+    The header is a Python literal (numpy's ``.npy`` format): read with :func:`ast.literal_eval`, never
+    unpickled. A descr other than a plain native type (a byte order, a structured type) is left to numpy.
+    """
+    import ast
+
+    prefix = handle.read(8)
+    if len(prefix) != 8 or not prefix.startswith(_NPY_MAGIC) or prefix[6] not in (1, 2, 3):
+        return None
+    size = int.from_bytes(handle.read(2 if prefix[6] == 1 else 4), "little")
+    if size > 2**20:  # numpy writes a few dozen bytes; anything near this is not an array's header
+        return None
+    try:
+        header = ast.literal_eval(handle.read(size).decode("latin1" if prefix[6] < 3 else "utf8"))
+        descr, shape = header["descr"], tuple(int(n) for n in header["shape"])
+    except (ValueError, SyntaxError, KeyError, TypeError, UnicodeDecodeError, MemoryError, RecursionError):
+        return None
+    if isinstance(descr, str) and descr in _DESCR_NAMES:
+        return shape, _DESCR_NAMES[descr], False
+    import numpy as np
+
+    try:
+        dtype = np.dtype(np.lib.format.descr_to_dtype(descr))
+    except (TypeError, ValueError):
+        return None
+    return shape, str(dtype), dtype.hasobject
 
 
 class NpzDataset:
