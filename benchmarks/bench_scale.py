@@ -63,6 +63,15 @@ PASSES: dict[str, tuple[str, dict[str, Any], float]] = {
     "fp16": ("OnnxFloatToFloat16", {"keep_io_types": True}, 0.999),
     "peephole": ("OnnxPeepholeOptimizer", {}, 0.99999),
     "transformer-opt": ("OrtTransformersOptimization", {"model_type": "bert"}, 0.99999),
+    "graph-opt": ("OrtGraphOptimization", {}, 0.99999),
+    # the check's inputs (BATCH, SEQUENCE below) fit the fixed shape
+    "fixed-shape": ("DynamicToFixedShape", {"dim_param": ["batch", "sequence"], "dim_value": [2, 32]}, 0.99999),
+    "quant-preprocess": ("OnnxQuantizationPreprocess", {}, 0.99999),
+    "session-tuning": (
+        "OrtSessionParamsTuning",
+        {"intra_thread_num_list": [2], "opt_level_list": ["ORT_ENABLE_ALL"], "warmup_num": 1, "repeat_test_num": 2},
+        0.99999,
+    ),
 }
 SEARCH_KEY = "search-4pt"
 #: the searched pass: per_channel x quant_preprocess are searched (precision and reduce_range pinned)

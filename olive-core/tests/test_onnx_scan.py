@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 import tracemalloc
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from engine_support import edit_in_place
 from onnx import TensorProto, helper, numpy_helper
 from onnx.external_data_helper import _get_all_tensors, uses_external_data
 
@@ -137,20 +137,6 @@ def test_the_scan_reads_the_graph_not_the_weights(tmp_path: Path) -> None:
     assert scan_peak < size / 20
 
 
-def _edit_in_place(path: Path, data: bytes) -> None:
-    """Overwrite ``path`` with ``data`` of the same size and put its mtime back: only its ctime tells (the
-    write is repeated until the clock has ticked past the file's last change)."""
-    stat = path.stat()
-    assert len(data) == stat.st_size
-    while True:
-        path.write_bytes(data)
-        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-        now = path.stat()
-        if now.st_ctime_ns != stat.st_ctime_ns:
-            assert (now.st_size, now.st_mtime_ns, now.st_ino) == (stat.st_size, stat.st_mtime_ns, stat.st_ino)
-            return
-
-
 def test_a_file_is_scanned_once_per_signature_and_again_when_it_changes(tmp_path: Path, monkeypatch) -> None:
     path = Path(save_model(mlp_model(), tmp_path).model_path)
     # A file changed within the last seconds is never remembered (a same-tick rewrite could go unseen): the
@@ -168,7 +154,7 @@ def test_a_file_is_scanned_once_per_signature_and_again_when_it_changes(tmp_path
     other = mlp_model()
     renamed = other.graph.output[0].name[::-1]  # same length
     other.graph.output[0].name = other.graph.node[-1].output[0] = renamed
-    _edit_in_place(path, other.SerializeToString())
+    edit_in_place(path, other.SerializeToString())
     assert ONNXModelHandler(path).get_io_config()["output_names"] == [renamed]
     assert SCANS[str(path)] - before == 2
 

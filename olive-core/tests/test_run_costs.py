@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import gc
 import json
-import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import onnx
 import onnxruntime as ort
 import pytest
-from engine_support import ran_passes, search_workflow, write_mlp
+from engine_support import edit_in_place, ran_passes, search_workflow, write_mlp
 
 from olive.cache import store
 from olive.evaluator.evaluator import OliveEvaluator
@@ -32,20 +30,6 @@ def _new_process() -> None:
     """Forget what this process remembers of files, as a new ``olive run`` would."""
     store._HASH_MEMO.clear()
     _FACTS.clear()
-
-
-def _edit_in_place(path: Path, data: bytes) -> None:
-    """Overwrite ``path`` with ``data`` of the same size and put its mtime back: only its ctime tells (the write
-    is repeated until the clock has ticked past the file's last change)."""
-    stat = path.stat()
-    assert len(data) == stat.st_size
-    while True:
-        path.write_bytes(data)
-        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-        now = path.stat()
-        if now.st_ctime_ns != stat.st_ctime_ns:
-            assert (now.st_size, now.st_mtime_ns, now.st_ino) == (stat.st_size, stat.st_mtime_ns, stat.st_ino)
-            return
 
 
 def test_a_rerun_reuses_the_input_models_digest_until_its_content_changes(tmp_path, run_log, monkeypatch):
@@ -75,7 +59,7 @@ def test_a_rerun_reuses_the_input_models_digest_until_its_content_changes(tmp_pa
 
     # Same path, inode, size and mtime, other weights: the ctime moved, so the file is hashed again and the
     # pass runs on the new content instead of reusing the entry of the old one.
-    _edit_in_place(model, mlp_model(seed=1).SerializeToString())
+    edit_in_place(model, mlp_model(seed=1).SerializeToString())
     _new_process()
     run(workflow)
     assert store.HASH_READS[key] == reads + 2
