@@ -172,3 +172,27 @@ def test_files_with_many_tensors_in_a_folder(tmp_path: Path) -> None:
     path = bert_like_model_files(tmp_path, num_layers=1, hidden_size=64, num_heads=2).model_path
     loaded = onnx.load(path, load_external_data=False)
     assert list(scan_onnx_file(path).external_locations) == _onnx_locations(loaded) == ["model.onnx.data"]
+
+
+def test_subgraphs_nested_past_the_stack_are_one_model_error(tmp_path):
+    from olive.exceptions import ModelLoadError
+    from olive.model.handler import ONNXModelHandler
+
+    def field(number: int, payload: bytes) -> bytes:
+        def varint(value: int) -> bytes:
+            out = bytearray()
+            while True:
+                out.append((value & 0x7F) | (0x80 if value > 0x7F else 0))
+                value >>= 7
+                if not value:
+                    return bytes(out)
+
+        return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+    graph = b""
+    for _ in range(5000):  # graph.node -> node.attribute -> attribute.g -> graph ...
+        graph = field(1, field(5, field(6, graph)))
+    path = tmp_path / "deep.onnx"
+    path.write_bytes(field(7, graph))
+    with pytest.raises(ModelLoadError, match="is not a valid ONNX model"):
+        ONNXModelHandler(str(path)).validate()

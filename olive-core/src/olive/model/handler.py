@@ -163,7 +163,8 @@ class ONNXModelHandler(OliveModelHandler):
         path = self.model_path
         try:
             return onnx_file_facts(path)
-        except DecodeError:
+        except (DecodeError, RecursionError):
+            # Subgraphs nested past Python's stack (a hostile file): onnx's own parser refuses it, in its words.
             return None
         except OSError as exc:
             raise ModelLoadError(f"cannot read ONNX model '{path}' ({exc.strerror or exc}); check the file") from exc
