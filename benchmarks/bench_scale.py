@@ -72,7 +72,16 @@ PASSES: dict[str, tuple[str, dict[str, Any], float]] = {
         {"intra_thread_num_list": [2], "opt_level_list": ["ORT_ENABLE_ALL"], "warmup_num": 1, "repeat_test_num": 2},
         0.99999,
     ),
+    # One batch of each node's own int8 error ranks the nodes (no quantization per node); the model is kept.
+    "sensitivity": ("OnnxSensitivityAnalysis", {"sensitivity_method": "local_error", "max_samples": 2}, 0.99999),
+    "guarded-int8": (
+        "OnnxAccuracyGuardedQuantization",
+        {"sensitivity_method": "local_error", "max_samples": 2, "target_value": 0.95, "max_fp32_nodes": 2},
+        0.95,
+    ),
 }
+#: passes that take the calibration samples as their data_config
+NEEDS_DATA = ("OnnxStaticQuantization", "OnnxSensitivityAnalysis", "OnnxAccuracyGuardedQuantization")
 SEARCH_KEY = "search-4pt"
 #: the searched pass: per_channel x quant_preprocess are searched (precision and reduce_range pinned)
 SEARCH_PASS = {"type": "OnnxDynamicQuantization", "precision": "int8", "reduce_range": False}
@@ -361,7 +370,7 @@ def _pass_row(
     with_engine: bool,
 ) -> dict[str, Any]:
     pass_name, params, bound = PASSES[key]
-    if pass_name == "OnnxStaticQuantization":
+    if pass_name in NEEDS_DATA:
         params = {**params, "data_config": str(calib)}
     job = work / key
     shutil.rmtree(job, ignore_errors=True)
