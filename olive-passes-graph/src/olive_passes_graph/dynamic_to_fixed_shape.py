@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from olive.exceptions import PassConfigError, PassParamError
 from olive.passes import Pass, PassConfigParam
-from olive.passes.onnx.common import get_external_data_config, model_proto_to_olive_model
+from olive.passes.onnx.common import get_external_data_config, load_without_weights, model_proto_to_olive_model
 from olive_passes_graph._common import carry_over, check_output_loads, output_guard
 
 if TYPE_CHECKING:
@@ -98,7 +99,8 @@ class DynamicToFixedShape(Pass):
         from onnxruntime.tools.onnx_model_utils import make_dim_param_fixed, make_input_shape_fixed
 
         owner = self.config_owner()
-        proto = model.load_model()
+        # Only shapes change: large weights stay in their files and are copied into the output one at a time.
+        proto = load_without_weights(model)
         if config.dim_param:
             present = _dim_params(proto)
             missing = [name for name in config.dim_param if name not in present]
@@ -128,7 +130,8 @@ class DynamicToFixedShape(Pass):
                     raise PassConfigError(f"input '{name}' cannot take shape {shape}: {exc}", owner=owner) from exc
         _refresh_shapes(proto)
         with output_guard(output_model_path):
-            result = model_proto_to_olive_model(proto, output_model_path, config)
+            weights_dir = Path(model.model_path).parent
+            result = model_proto_to_olive_model(proto, output_model_path, config, weights_dir=weights_dir)
             check_output_loads(model, result)
         return carry_over(model, result)
 
