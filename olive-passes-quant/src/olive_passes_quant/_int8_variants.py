@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import inspect
 import logging
+import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from olive.exceptions import OliveError
 from olive.logs import onnxruntime_logs
+from olive.passes.onnx.common import copy_external_data, load_without_weights
 
 if TYPE_CHECKING:
     import onnx
@@ -341,7 +343,10 @@ def local_errors(
     from olive.measure import create_session
     from olive_passes_quant._guard_data import QUIET
 
-    proto = onnx.load(str(model_path))
+    # The graph alone (large weights stay in their files, as past protobuf's 2 GB limit they must): the probe
+    # is saved beside a kernel copy of the data files, and each weight is read when its node is scored.
+    proto = load_without_weights(model_path)
+    weights_dir = str(Path(model_path).parent)
     weights = {init.name: init for init in proto.graph.initializer}
     by_name = {n.name: n for n in proto.graph.node}
     usable = [
@@ -357,19 +362,19 @@ def local_errors(
         if tensor not in existing:
             proto.graph.output.append(onnx.ValueInfoProto(name=tensor))
             existing.add(tensor)
-    probe = scratch / "activation_probe.onnx"
-    onnx.save(proto, str(probe))
-    try:
+    with tempfile.TemporaryDirectory(prefix="probe-", dir=scratch) as folder:
+        probe = Path(folder) / "activation_probe.onnx"
+        copy_external_data(model_path, folder)
+        onnx.save_model(proto, str(probe))
         sess = create_session(probe, QUIET, what="the activation probe")
         names = [o.name for o in sess.get_outputs()]
         values = dict(zip(names, sess.run(None, feeds), strict=True))
-    finally:
-        probe.unlink(missing_ok=True)
+        del sess
     errors = {}
     for name in usable:
         node = by_name[name]
         x = values[node.input[0]].astype(np.float64)
-        w = numpy_helper.to_array(weights[node.input[1]]).astype(np.float64)
+        w = numpy_helper.to_array(weights[node.input[1]], weights_dir).astype(np.float64)
         x2 = x.reshape(-1, x.shape[-1])
         exact = x2 @ w
         approx = _fake_quant_activation(x2) @ _fake_quant_weight(w, settings.per_channel, settings.reduce_range)
