@@ -164,3 +164,22 @@ def test_calibrating_first_gives_the_ranges_quantize_static_finds(tmp_path, exte
     assert weights.keys() == again.keys()
     for key, value in weights.items():
         np.testing.assert_array_equal(again[key], value)
+
+
+@pytest.mark.parametrize("method", ["exclude_one", "local_error"])
+def test_sensitivity_ranks_an_external_data_model_as_its_inline_copy(tmp_path, external, method):
+    """The ranking reads the float weights of the nodes it scores from disk (variants derived by graph edits,
+    the local-error probe): the same table as for the same model with every weight inline."""
+    model, calib = external
+    inline_dir = tmp_path / "inline"
+    inline_dir.mkdir()
+    onnx.save_model(onnx.load(model.model_path), str(inline_dir / "model.onnx"))
+    params = {"data_config": str(calib), "sensitivity_method": method, "max_samples": 4}
+    before = _digest(Path(model.model_path).parent)
+    tables = [
+        _run("OnnxSensitivityAnalysis", params, handler, tmp_path / name).model_attributes["quantization_sensitivity"]
+        for name, handler in (("ext", model), ("inl", ONNXModelHandler(str(inline_dir / "model.onnx"))))
+    ]
+    ranked = [[(row["node"], round(row.get("score", row.get("local_error")), 9)) for row in t["nodes"]] for t in tables]
+    assert ranked[0] == ranked[1] and len(ranked[0]) > 3
+    assert _digest(Path(model.model_path).parent) == before

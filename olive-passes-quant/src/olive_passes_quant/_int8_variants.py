@@ -216,14 +216,14 @@ class Int8Variants:
 
     def start(self, base_float: Iterable[str], candidates: Iterable[str], path: Path) -> onnx.ModelProto:
         """Quantize every candidate except ``base_float`` into ``path``, score it, and return the proto."""
-        import onnx
 
         self._base = frozenset(base_float)
         self._candidates = frozenset(candidates)
         self._int8 = self.full(self._base, path)
         self.scores[("exclude", self._base)] = self.evalset.score(path, "the fully quantized model")
         if self.derive:
-            self._float = onnx.load(str(self.model_path))
+            # The float graph; only the weights of the nodes a variant puts back are read (see _derived).
+            self._float = load_without_weights(self.model_path)
             # Nodes with subgraphs read outer names the pruning below cannot see; derive nothing then.
             has_subgraphs = any(a.type in (a.GRAPH, a.GRAPHS) for n in self._float.graph.node for a in n.attribute)
             self.derive = not has_subgraphs and self._int8.ByteSize() < 2**31 - 1
@@ -268,6 +268,7 @@ class Int8Variants:
     def _derived(self, restore: frozenset[str], quantizer_args: dict[str, Any]) -> dict[str, float]:
         assert self._int8 is not None and self._float is not None
         proto = restore_float_nodes(self._int8, self._float, restore)
+        _load_weights(proto, self.model_path.parent)
         derived = self.evalset.score(proto.SerializeToString(), "an int8 variant")
         if not self._checked:
             self._checked = True
@@ -287,6 +288,19 @@ class Int8Variants:
         finally:
             path.unlink(missing_ok=True)
             Path(f"{path}.data").unlink(missing_ok=True)
+
+
+def _load_weights(proto: onnx.ModelProto, folder: Path) -> None:
+    """Read into ``proto`` the data of its initializers still in files of ``folder`` (the float weights a
+    variant put back), so the model runs from its bytes."""
+    import onnx
+    from onnx.external_data_helper import load_external_data_for_tensor, uses_external_data
+
+    for tensor in proto.graph.initializer:
+        if uses_external_data(tensor):
+            load_external_data_for_tensor(tensor, str(folder))
+            tensor.data_location = onnx.TensorProto.DEFAULT
+            del tensor.external_data[:]
 
 
 def restore_float_nodes(quantized: onnx.ModelProto, original: onnx.ModelProto, names: Iterable[str]) -> onnx.ModelProto:
