@@ -14,6 +14,7 @@ from pathlib import Path
 import attrs
 
 from olive.exceptions import WorkflowConfigError, closest_match_hint
+from olive.measure.sessions import DEVICES
 from olive.optimize.keep import Keep
 
 __all__ = [
@@ -57,7 +58,6 @@ _OLIVE_ALGORITHMS = ("awq", "gptq", "hqq", "spinquant", "quarot", "lpbq", "seqms
 #: Microsoft Olive's --implementation values; ours are onnxruntime's quantizers
 IMPLEMENTATIONS = ("ort",)
 _OLIVE_IMPLEMENTATIONS = ("quarot", "spinquant", "awq", "autogptq", "bnb", "nvmo", "inc", "olive")
-DEVICES = ("cpu", "gpu", "npu")
 FASTEST = "fastest"
 DEFAULT_MAX_SAMPLES = 64
 #: tokens per text sample (what the latency is timed at): a typical sentence-embedding service's limit
