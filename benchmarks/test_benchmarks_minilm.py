@@ -9,11 +9,12 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from olive.testing.processes import run_watched
 
 HERE = Path(__file__).resolve().parent
 RUN = HERE / "minilm" / "run.py"
@@ -35,12 +36,12 @@ GUARDED_KEYS = ["guarded", "guarded-margin", "guarded-unfused", "sens+guarded"]
 
 def _run_quick(work_dir: Path, extra_env: dict[str, str] | None = None, *args: str) -> list[dict]:
     env = {**os.environ, **(extra_env or {})}
-    done = subprocess.run(
+    # Bounded work (--quick); a hang is ten minutes without output or a file written under the work folder.
+    done = run_watched(
         [sys.executable, str(RUN), "--quick", "--work-dir", str(work_dir), *args],
-        capture_output=True,
-        text=True,
         env=env,
-        timeout=600,
+        stalled_after=600,
+        watch=[work_dir],
     )
     assert done.returncode == 0, f"run.py failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
     return json.loads((work_dir / "results.json").read_text())

@@ -7,19 +7,20 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from olive.testing.processes import run_watched
+
 HERE = Path(__file__).parent
 
 
 def _run(script: str, *args: str) -> str:
-    result = subprocess.run(
-        [sys.executable, str(HERE / script), "--quick", *args], capture_output=True, text=True, timeout=600
-    )
+    # Bounded work (--quick), no bound on seconds: a busy machine is slow, not hung. Each benchmark prints a line
+    # per step; ten silent minutes are a hang.
+    result = run_watched([sys.executable, str(HERE / script), "--quick", *args], stalled_after=600)
     assert result.returncode == 0, result.stderr[-2000:]
     return result.stdout
 
@@ -125,3 +126,18 @@ def test_optimize_benchmark_judges_the_chosen_model_against_onnxruntimes_int8(tm
     assert result["rows"]["onnxruntime int8"]["ratio_to_ort_int8"] == [1.0]
     assert result["optimize"]["candidates"] >= 1 and result["optimize"]["cold_s"] > 0
     assert result["quickstart"]["cold_s"] > 0 and result["quickstart"]["cosine_min"] > 0
+
+
+def test_int8_kernel_benchmark_scores_both_weight_widths_on_this_cpu():
+    from olive.hardware.cpu import describe_cpu, int8_matmul_saturates
+
+    report = json.loads(_run("bench_int8_kernel.py", "--json").strip().splitlines()[-1])
+    assert report["cpu"] == describe_cpu() and report["default_reduce_range"] is int8_matmul_saturates()
+    assert len(report["rows"]) == 2
+    for row in report["rows"]:
+        assert 0.9 < row["cosine_min_8bit"] <= 1.0 + 1e-6 and 0.9 < row["cosine_min_7bit"] <= 1.0 + 1e-6
+        if report["saturates"]:
+            # Where pairs saturate, 7-bit weights do better; where sums are exact, 8-bit ones do.
+            assert row["cosine_min_7bit"] > row["cosine_min_8bit"]
+        else:
+            assert row["cosine_min_8bit"] > row["cosine_min_7bit"]

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from olive.testing.processes import run_watched
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -14,11 +16,7 @@ def olive(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None
     """``olive ARGS`` as a user runs it (160 columns unless ``env`` says otherwise)."""
     script = Path(sys.executable).with_name("olive")
     command = [str(script)] if script.exists() else [sys.executable, "-m", "olive.cli.main"]
-    return subprocess.run(
-        [*command, *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COLUMNS": "160", **(env or {})},
-        cwd=cwd,
-        timeout=600,
+    # A run may take long on a busy machine; it counts as hung only after five minutes without output.
+    return run_watched(
+        [*command, *args], env={**os.environ, "COLUMNS": "160", **(env or {})}, cwd=cwd, stalled_after=300
     )

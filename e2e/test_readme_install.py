@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 from journey import REPO
 
+from olive.testing.processes import run_watched
+
 
 def _bash_blocks(markdown: str) -> list[tuple[str, str]]:
     """``(heading, code)`` of every ```bash block, with the nearest heading above it."""
@@ -80,9 +82,8 @@ def _make_venv(path: Path) -> Path:
 
 
 def _sh(command: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        ["bash", "-e", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=1200, check=False
-    )
+    # pip and the journeys print as they go: fifteen silent minutes are a hang, however long the whole takes.
+    return run_watched(["bash", "-e", "-c", command], cwd=cwd, env=env, stalled_after=900)
 
 
 @pytest.fixture(scope="module")

@@ -180,6 +180,10 @@ def _parallel_markers(tmp_path: Path, *markers: Any) -> Path:
     return config
 
 
+def _sigint_as_in_a_terminal() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _children(pid: int) -> list[int]:
     found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -240,7 +244,9 @@ def test_ctrl_c_stops_the_workers_and_keeps_finished_trials(tmp_path: Path) -> N
         "set_registry(make_registry())\nfrom olive.cli.main import main\nmain()"
     )
     env = {**os.environ, "OLIVE_TEST_RUN_LOG": str(log), "OLIVE_TEST_SLEEP": "slow:60"}
-    # Its own process group, which a terminal's Ctrl-C signals as a whole (the engine and its workers).
+    # Its own process group, which a terminal's Ctrl-C signals as a whole (the engine and its workers). SIGINT is
+    # handled as in a terminal even when this test runs in a background job, whose children inherit it ignored
+    # (Python then leaves it ignored, and the run would go on to the end).
     proc = subprocess.Popen(
         [sys.executable, "-c", script, str(Path(__file__).parent), "run", "--config", str(config)],
         env=env,
@@ -248,6 +254,7 @@ def test_ctrl_c_stops_the_workers_and_keeps_finished_trials(tmp_path: Path) -> N
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=_sigint_as_in_a_terminal,
     )
     try:
         wait_for_runs(proc, log, 1, "the slow trial did not start", marker="slow")

@@ -353,6 +353,28 @@ def test_without_data_agreement_is_on_synthetic_inputs_and_int8_is_plain_dynamic
     assert recipe.synthetic and any("synthetic inputs" in note for note in recipe.notes)
 
 
+def test_int8_weights_are_7_bit_where_the_cpus_int8_matmul_saturates(tmp_path, bert, bert_npz):
+    """The rule, both branches: which one this CPU takes is read from it by ``installed_now``."""
+    saturating = attrs.evolve(ALL, int8_saturates=True)
+    plain = build_workflow(bert, options(tmp_path, dim_values={}), ALL, SYNTHETIC)
+    assert plain.workflow["passes"]["quantize"]["reduce_range"] is False
+    assert not any("reduce_range" in note for note in plain.notes)
+    for data, pass_name in ((SYNTHETIC, "OnnxDynamicQuantization"), (bert_npz, "OnnxAccuracyGuardedQuantization")):
+        recipe = build_workflow(bert, options(tmp_path, dim_values={}), saturating, data)
+        quantize = recipe.workflow["passes"]["quantize"]
+        assert quantize["type"] == pass_name and quantize["reduce_range"] is True
+        (note,) = [note for note in recipe.notes if "reduce_range" in note]
+        assert "adds pairs of uint8 x int8 products in 16 bits" in note and "without VNNI" in note
+    static = build_workflow(bert, options(tmp_path, act_precision="uint8"), saturating, bert_npz)
+    assert static.workflow["passes"]["quantize"]["reduce_range"] is True
+    # uint8 weights take a kernel that does not saturate; a plugin provider runs kernels of its own.
+    uint8 = build_workflow(bert, options(tmp_path, precision="uint8"), saturating, bert_npz)
+    assert uint8.workflow["passes"]["quantize"]["reduce_range"] is False
+    plugin = attrs.evolve(saturating, plugin_providers={"OpenVINOExecutionProvider": ()})
+    elsewhere = build_workflow(bert, options(tmp_path, providers=("OpenVINOExecutionProvider",)), plugin, bert_npz)
+    assert elsewhere.workflow["passes"]["quantize"]["reduce_range"] is False
+
+
 def test_dims_go_into_the_metrics_input_specs(tmp_path, bert):
     recipe = build_workflow(bert, options(tmp_path, dim_values={"batch": 8, "sequence": 8}), ALL, SYNTHETIC)
     for name in ("latency", "agreement"):

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import onnx
@@ -270,3 +271,49 @@ def test_isolated_venv_does_not_see_our_packages(tmp_path):
     assert venv.python_run("import olive_test_good, sys; print(olive_test_good.__file__)").stdout.startswith(
         str(venv.path)
     )
+
+
+# --------------------------------------------------------------------------------------------- run_watched
+def test_run_watched_lets_a_command_run_while_it_prints_and_returns_its_output() -> None:
+    from olive.testing import run_watched
+
+    # Runs about four times longer than the stall limit, printing all along.
+    code = (
+        "import sys, time\nfor i in range(8):\n"
+        "    print(i, flush=True); print('e', file=sys.stderr, flush=True)\n    time.sleep(0.5)"
+    )
+    done = run_watched([sys.executable, "-c", code], stalled_after=1.5)
+    assert done.returncode == 0
+    assert done.stdout.split() == [str(i) for i in range(8)] and done.stderr.split() == ["e"] * 8
+
+
+def test_run_watched_counts_files_written_under_a_watched_folder_as_progress(tmp_path: Path) -> None:
+    from olive.testing import run_watched
+
+    code = (
+        "import sys, time, pathlib\nfor i in range(10):\n"
+        "    pathlib.Path(sys.argv[1], f'{i}.txt').write_text('x'); time.sleep(0.6)\nsys.exit(3)"
+    )
+    done = run_watched([sys.executable, "-c", code, str(tmp_path)], stalled_after=4.0, watch=[tmp_path])
+    assert done.returncode == 3 and len(list(tmp_path.iterdir())) == 10
+
+
+def test_run_watched_stops_a_silent_command_and_its_children() -> None:
+    from olive.testing import StalledProcessError, run_watched
+
+    child = "import time; time.sleep(120)"
+    code = (
+        f"import subprocess, sys, time\np = subprocess.Popen([sys.executable, '-c', {child!r}])\n"
+        "print(p.pid, flush=True); print('started', file=sys.stderr, flush=True)\ntime.sleep(120)"
+    )
+    started = time.monotonic()
+    with pytest.raises(StalledProcessError) as caught:
+        run_watched([sys.executable, "-c", code], stalled_after=1.0)
+    assert time.monotonic() - started < 60
+    error = caught.value
+    assert "made no progress for" in str(error) and "started" in str(error) and error.silent_s >= 1.0
+    grandchild = int(error.stdout.split()[0])
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{grandchild}").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not Path(f"/proc/{grandchild}").exists() or "Z" in Path(f"/proc/{grandchild}/stat").read_text().split()[2]

@@ -20,9 +20,22 @@ from olive.testing.models import bert_like_model, planted_node_name, random_inpu
 from olive_passes_quant.accuracy_guarded import AccuracyTargetNotMetError, OnnxAccuracyGuardedQuantization
 from olive_passes_quant.sensitivity import OnnxSensitivityAnalysis
 
+# Which nodes the guard keeps depends on the CPU's int8 kernel: tox -e avx2 runs these as on an AVX2-only CPU too.
+pytestmark = pytest.mark.int8_kernel
+
 PLANTED = planted_node_name(1)
 # Plain dynamic int8 of the planted model gives about 0.97 mean cosine; with the planted node in float, 0.9999.
 TARGET = {"target_metric": ["cosine_mean", "cosine_min"], "target_value": [0.995, 0.99]}
+# The most nodes the guard may keep in float to meet TARGET: the planted node, and one more where onnxruntime's
+# int8 MatMul adds in 16 bits (x86-64 without VNNI; reduce_range is the default there). The kept list itself
+# depends on the CPU's int8 kernel; that the planted node comes first does not.
+MOST_KEPT = 2
+
+
+def _kept_planted_first(guard: dict) -> list[str]:
+    kept = guard["fp32_nodes"]
+    assert kept and kept[0] == PLANTED and len(kept) <= MOST_KEPT, kept
+    return kept
 
 
 @pytest.fixture(scope="module")
@@ -76,13 +89,13 @@ def test_meets_a_target_that_plain_dynamic_int8_misses(planted, held_out, tmp_pa
 
     guard = guarded.model_attributes["accuracy_guard"]
     assert guard["target_met"] is True
-    assert guard["fp32_nodes"] == [PLANTED]
+    kept = _kept_planted_first(guard)
     assert guard["achieved"]["cosine_mean"] >= 0.995 and guard["achieved"]["cosine_min"] >= 0.99
     assert guard["fully_quantized"]["cosine_mean"] < 0.995
-    # The planted node stays a float MatMul; the 11 other weight MatMuls are int8; embeddings stay float.
+    # The kept nodes stay float MatMuls; the other weight MatMuls (12 in all) are int8; embeddings stay float.
     proto = onnx.load(str(guarded.model_path))
-    assert any(n.name == PLANTED and n.op_type == "MatMul" for n in proto.graph.node)
-    assert _ops(guarded)["MatMulInteger"] == 11
+    assert all(any(n.name == name and n.op_type == "MatMul" for n in proto.graph.node) for name in kept)
+    assert _ops(guarded)["MatMulInteger"] == 12 - len(kept)
     tables = {i.name: i.data_type for i in proto.graph.initializer}
     assert tables["embeddings.word_embeddings.weight"] == onnx.TensorProto.FLOAT
     # The ranking it used is recorded, planted node first.
@@ -227,7 +240,8 @@ def test_pooled_output_func(planted, tmp_path):
 
     config = {"data_config": str(data), **TARGET, "pooled_output_func": first_token}
     guard = _guarded(model, config, tmp_path / "out").model_attributes["accuracy_guard"]
-    assert guard["target_met"] and guard["fp32_nodes"] == [PLANTED]
+    assert guard["target_met"]
+    _kept_planted_first(guard)
     assert calls and calls[0] == ["attention_mask", "input_ids", "token_type_ids"]
 
 
@@ -237,9 +251,9 @@ def test_reuses_an_earlier_sensitivity_analysis(planted, tmp_path):
     guarded = _guarded(analysed, {"data_config": str(data), **TARGET}, tmp_path / "g")
     guard = guarded.model_attributes["accuracy_guard"]
     assert guard["ranking"].startswith("reused")
-    assert guard["fp32_nodes"] == [PLANTED]
-    # Fully quantized + one greedy step; nothing measured per node.
-    assert guard["variants_scored"] == 2
+    kept = _kept_planted_first(guard)
+    # Fully quantized + one greedy step per kept node; nothing measured per node.
+    assert guard["variants_scored"] == 1 + len(kept)
     assert guarded.model_attributes["quantization_sensitivity"] == analysed.model_attributes["quantization_sensitivity"]
 
 
@@ -394,7 +408,8 @@ def test_search_with_an_accuracy_goal_picks_the_guarded_model(planted, tmp_path,
     assert output.best is not None and output.best.pass_name == "OnnxAccuracyGuardedQuantization"
     # The guard's outcome travels with the model into the footprint.
     guard = output.best.model_json["config"]["model_attributes"]["accuracy_guard"]
-    assert guard["target_met"] and guard["fp32_nodes"] == [PLANTED]
+    assert guard["target_met"]
+    _kept_planted_first(guard)
 
 
 def test_search_records_an_unreachable_target_as_a_failed_point(planted, tmp_path, isolated_registry):
@@ -418,7 +433,8 @@ def test_local_error_ranking(planted, tmp_path):
     config = {"data_config": str(data), **TARGET, "sensitivity_method": "local_error", "verify_top_k": 1}
     guarded = _guarded(model, config, tmp_path / "out")
     guard = guarded.model_attributes["accuracy_guard"]
-    assert guard["target_met"] and guard["fp32_nodes"] == [PLANTED]
+    assert guard["target_met"]
+    _kept_planted_first(guard)
     assert guard["ranking"] == "measured (local_error)"
 
 
@@ -462,13 +478,17 @@ def test_fused_transformer_graph(tmp_path):
     data = write_npz_dataset(tmp_path / "data.npz", model, num_samples=16, seed=1)
     guarded = _guarded(model, {"data_config": str(data), **TARGET}, tmp_path / "out")
     guard = guarded.model_attributes["accuracy_guard"]
-    assert guard["target_met"] and guard["fp32_nodes"] == [PLANTED]
+    assert guard["target_met"]
+    kept = _kept_planted_first(guard)
     table = guarded.model_attributes["quantization_sensitivity"]
     assert {n["op_type"] for n in table["nodes"]} == {"MatMul", "Attention"}
     # Variants were derived by graph edits, and the check against the quantizer agreed.
     assert table["quantizations"] == 2
     ops = _ops(guarded)
-    assert ops["QAttention"] == 2 and ops["MatMulInteger"] == 5 and ops["MatMul"] == 1
+    # Six weight MatMuls besides attention (the FFNs and the attention outputs), the kept ones in float.
+    kept_matmuls = sum(1 for node in table["nodes"] if node["node"] in kept and node["op_type"] == "MatMul")
+    assert ops["QAttention"] + ops["Attention"] == 2 and ops["MatMulInteger"] == 6 - kept_matmuls
+    assert ops["MatMul"] == kept_matmuls
     assert ops["EmbedLayerNormalization"] == 1
 
 

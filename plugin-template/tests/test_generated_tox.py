@@ -12,6 +12,7 @@ from pathlib import Path
 from conftest import olive_cli
 
 from olive.plugins.install_hints import olive_core_requirement
+from olive.testing.processes import run_watched
 
 
 def test_plain_tox_in_a_rendered_project_passes_against_the_olive_core_that_made_it(tmp_path: Path) -> None:
@@ -31,14 +32,10 @@ def test_plain_tox_in_a_rendered_project_passes_against_the_olive_core_that_made
 
     # tox as a user runs it in the project folder: nothing of this process's tox or virtual environment leaks in.
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOX_") and k not in ("VIRTUAL_ENV", "OLIVE_CORE")}
-    result = subprocess.run(
-        [sys.executable, "-m", "tox", "-q"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-        check=False,
+    # tox builds environments and runs the project's tests: hung only after ten minutes without output or a file
+    # written in the project (its .tox folder grows as it installs).
+    result = run_watched(
+        [sys.executable, "-m", "tox", "-q"], cwd=project, env=env, stalled_after=600, watch=[project / ".tox"]
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     assert " passed" in result.stdout and "congratulations" in result.stdout

@@ -7,7 +7,7 @@ validation read these params.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from olive.config_errors import param_in_range
 from olive.exceptions import PassParamError
@@ -15,8 +15,11 @@ from olive.passes.pass_config import ParamCategory, PassConfigParam
 from olive_passes_quant._agreement import check_pooling
 from olive_passes_quant._checks import applied, check_data_config_value, check_op_types
 from olive_passes_quant._int8_variants import DEFAULT_OP_TYPES, EMBEDDING_OP_TYPES
-from olive_passes_quant._params import data_params
+from olive_passes_quant._params import data_params, reduce_range_param
 from olive_passes_quant._types import Precision, QuantMode, SensitivityMethod
+
+if TYPE_CHECKING:
+    from olive.hardware.accelerator import AcceleratorSpec
 
 
 def sample_params() -> dict[str, PassConfigParam]:
@@ -79,7 +82,7 @@ def agreement_params() -> dict[str, PassConfigParam]:
     }
 
 
-def quant_params() -> dict[str, PassConfigParam]:
+def quant_params(accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
     return {
         "quant_mode": PassConfigParam(
             type_=QuantMode,
@@ -94,9 +97,7 @@ def quant_params() -> dict[str, PassConfigParam]:
             default_value=True,
             description="One weight scale per output channel: as fast as per tensor and far more accurate.",
         ),
-        "reduce_range": PassConfigParam(
-            type_=bool, default_value=False, description="7-bit weights (for CPUs without VNNI; costs accuracy)."
-        ),
+        "reduce_range": reduce_range_param(accelerator_spec),
         "precision": PassConfigParam(
             type_=Precision,
             default_value=Precision.INT8,

@@ -6,11 +6,17 @@ workflows keep working; where we differ (``per_channel``), the README says why.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import attrs
 
+from olive.hardware.cpu import reduce_range_for
 from olive.passes.pass_config import PassConfigParam
 from olive.search.search_parameter import Boolean, Categorical, Conditional, ConditionalDefault, SpecialParamValue
 from olive_passes_quant._types import CalibrateMethod, Precision, QuantFormat
+
+if TYPE_CHECKING:
+    from olive.hardware.accelerator import AcceleratorSpec
 
 # Accepted for data_config: a DataConfig, its JSON form, an .npz path, or in a workflow the name of one of its
 # data_configs. A string type keeps DataConfig (and what it imports) out of config validation;
@@ -26,7 +32,28 @@ EXTRA_OPTION_PARAMS = {
 }
 
 
-def common_params() -> dict[str, PassConfigParam]:
+def reduce_range_param(accelerator_spec: AcceleratorSpec | None, search_defaults: Any = None) -> PassConfigParam:
+    """``reduce_range`` (7-bit weights), whose default follows the target's int8 kernel.
+
+    Microsoft Olive's default is False, right where onnxruntime's int8 MatMul adds exactly (VNNI, AMX, ARM):
+    there 7 bits only cost precision. Where it adds pairs of uint8 x int8 products in 16 bits and saturates
+    (x86-64 without VNNI: :mod:`olive.measure.int8_kernel`), 8-bit weights overflow and 7-bit ones cannot, so
+    int8 weights default to True on such a CPU; uint8 weights take a kernel that does not saturate. The probe
+    runs when the config is made, so the value chosen is part of the run's cache key.
+    """
+    description = (
+        "Quantize weights to 7 bits. Default: True for int8 weights on a CPU whose onnxruntime int8 MatMul "
+        "saturates (x86-64 without VNNI or AMX), else False."
+    )
+    default: Any = False
+    if reduce_range_for(getattr(accelerator_spec, "execution_provider", None)):
+        default = ConditionalDefault(
+            parents=("precision",), support={(Precision.INT8,): True, (Precision.UINT8,): False}, default=False
+        )
+    return PassConfigParam(type_=bool, default_value=default, search_defaults=search_defaults, description=description)
+
+
+def common_params(accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
     """Params of both dynamic and static quantization."""
     return {
         "precision": PassConfigParam(
@@ -63,12 +90,7 @@ def common_params() -> dict[str, PassConfigParam]:
             search_defaults=Boolean(),
             description="One quantization scale per output channel of each weight instead of one per tensor.",
         ),
-        "reduce_range": PassConfigParam(
-            type_=bool,
-            default_value=False,
-            search_defaults=Boolean(),
-            description="Quantize weights to 7 bits; can help on CPUs without VNNI, usually costs accuracy.",
-        ),
+        "reduce_range": reduce_range_param(accelerator_spec, search_defaults=Boolean()),
         "quant_preprocess": PassConfigParam(
             type_=bool,
             default_value=True,

@@ -122,7 +122,7 @@ class OnnxAccuracyGuardedQuantization(Pass):
             ),
             **sensitivity_params(),
             **agreement_params(),
-            **quant_params(),
+            **quant_params(accelerator_spec),
             **get_external_data_config(),
         }
 

@@ -21,4 +21,4 @@ class OnnxDynamicQuantization(OnnxQuantization):
 
     @classmethod
     def _default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
-        return {**common_params(), **extra_options_param(), **get_external_data_config()}
+        return {**common_params(accelerator_spec), **extra_options_param(), **get_external_data_config()}

@@ -64,7 +64,7 @@ class OnnxQuantization(Pass):
                 search_defaults=Categorical([QuantMode.DYNAMIC, QuantMode.STATIC]),
                 description="'dynamic' (activation ranges computed at run time) or 'static' (calibrated).",
             ),
-            **common_params(),
+            **common_params(accelerator_spec),
             **data_params("Calibration data, which static quantization needs"),
             **ignored_unless_static(static_params()),
             **extra_options_param(),

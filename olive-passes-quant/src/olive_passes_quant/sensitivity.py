@@ -305,7 +305,7 @@ class OnnxSensitivityAnalysis(Pass):
             ),
             **sensitivity_params(),
             **agreement_params(),
-            **quant_params(),
+            **quant_params(accelerator_spec),
             **get_external_data_config(),
         }
 

@@ -22,7 +22,7 @@ class OnnxStaticQuantization(OnnxQuantization):
     @classmethod
     def _default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
         return {
-            **common_params(),
+            **common_params(accelerator_spec),
             **data_params("Calibration data (needed)"),
             **static_params(),
             **extra_options_param(),

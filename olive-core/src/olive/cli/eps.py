@@ -45,7 +45,10 @@ def eps_command(as_json: bool) -> None:
 
 def _row(status: ProviderStatus) -> tuple[str, str, str, list[str], str]:
     devices = [
-        f"{d['ep_name']} on {d['device']}" + (f" ({d['name']})" if d.get("name") else "") for d in status.devices
+        f"{d['ep_name']} on {d['device']}"
+        + (f" ({d['name']})" if d.get("name") else "")
+        + (f"; int8 MatMul {d['int8_matmul']}" if d.get("int8_matmul") else "")
+        for d in status.devices
     ]
     package = f"{status.package} {status.version}" if status.version else status.package or "-"
     state = status.status if not status.error else f"{status.status}: {status.error}"

@@ -184,7 +184,7 @@ def _show_pass(registry: Any, name: str, as_json: bool) -> None:
     console.print("[bold]Config params[/]")
     for row in rows:
         param = params[row["name"]]
-        default = "[red](required)[/]" if row["required"] else _escape(json.dumps(row["default"], default=repr))
+        default = "[red](required)[/]" if row["required"] else _escape(_describe_default(param.default_value, row))
         line = f"  [bold cyan]{row['name']}[/]: {_escape(row['type'])} = {default}"
         if param.search_defaults is not None:
             line += f"  [magenta]search {_escape(_describe_search(param.search_defaults))}[/]"
@@ -193,6 +193,20 @@ def _show_pass(registry: Any, name: str, as_json: bool) -> None:
         console.print(line, highlight=False)
         if row["description"]:
             console.print(Padding(Text(plain_text(row["description"])), (0, 0, 0, 6)))
+
+
+def _describe_default(value: Any, row: dict[str, Any]) -> str:
+    """A default that depends on other params reads as a rule: ``true if precision=int8, false if ...``."""
+    from olive.search.search_parameter import ConditionalDefault
+
+    if not isinstance(value, ConditionalDefault):
+        return json.dumps(row["default"], default=repr)
+    choices = [
+        f"{json.dumps(chosen, default=repr)} if "
+        + ", ".join(f"{parent}={json.dumps(key, default=repr)}" for parent, key in zip(value.parents, keys, strict=True))
+        for keys, chosen in value.support.items()
+    ]
+    return "; ".join([*choices, f"else {json.dumps(value.default, default=repr)}"])
 
 
 def _describe_search(param: Any) -> str:

@@ -45,8 +45,16 @@ REQUIRED_PASSES = {
 }
 
 
-def quickstart_workflow() -> dict[str, Any]:
-    """The workflow the quickstart writes; paths are relative to the file's folder."""
+def quickstart_workflow(reduce_range: bool | None = None) -> dict[str, Any]:
+    """The workflow the quickstart writes; paths are relative to the file's folder.
+
+    :param reduce_range: 7-bit int8 weights; by default, where this CPU's int8 MatMul saturates
+        (:mod:`olive.hardware.cpu`).
+    """
+    if reduce_range is None:
+        from olive.hardware.cpu import int8_matmul_saturates
+
+        reduce_range = int8_matmul_saturates()
     return {
         "workflow_id": "quickstart",
         "input_model": {"type": "ONNXModel", "model_path": f"{MODEL_DIR}/model.onnx"},
@@ -92,7 +100,7 @@ def quickstart_workflow() -> dict[str, Any]:
                 {
                     "type": "OnnxDynamicQuantization",
                     "precision": "int8",
-                    "reduce_range": False,
+                    "reduce_range": reduce_range,
                     "quant_preprocess": True,
                 },
                 {
@@ -103,7 +111,7 @@ def quickstart_workflow() -> dict[str, Any]:
                     "activation_type": "int8",
                     "calibrate_method": "MinMax",
                     "per_channel": True,
-                    "reduce_range": False,
+                    "reduce_range": reduce_range,
                     "quant_preprocess": True,
                 },
             ],
@@ -268,6 +276,10 @@ def quickstart_command(directory: Path | None, force: bool, no_run: bool, verbos
     click.echo(f"  model:    {directory / MODEL_DIR / 'model.onnx'}")
     click.echo(f"  data:     {directory / DATA_FILE} ({NUM_SAMPLES} samples of {SEQUENCE_LENGTH} tokens)")
     click.echo(f"  workflow: {workflow_path}")
+    from olive.hardware.cpu import REDUCE_RANGE_REASON, int8_matmul_saturates
+
+    if int8_matmul_saturates():
+        click.echo(f"  int8:     7-bit weights (reduce_range): {REDUCE_RANGE_REASON}")
     if no_run:
         click.echo(f"Run it with: olive run --config {workflow_path}")
         return

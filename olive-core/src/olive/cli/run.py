@@ -203,7 +203,18 @@ def _print_dry_run(prepared) -> None:
             highlight=False,
             markup=False,
         )
+    console.print(_cpu_line(), highlight=False, markup=False)
     console.print("config is valid; nothing was run (--dry-run)")
+
+
+def _cpu_line() -> str:
+    """The CPU the run would measure on, and what it changes in the passes' defaults."""
+    from olive.hardware.cpu import REDUCE_RANGE_REASON, describe_cpu, int8_matmul_saturates
+
+    line = f"cpu: {describe_cpu()}"
+    if int8_matmul_saturates():
+        line += f"; int8 quantization passes default to 7-bit weights (reduce_range) on it: {REDUCE_RANGE_REASON}"
+    return line
 
 
 def _print_summary(output) -> None:

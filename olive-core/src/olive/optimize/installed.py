@@ -11,6 +11,7 @@ from olive.data.containers import container_registry
 from olive.exceptions import PluginLoadError, WorkflowConfigError
 from olive.execution_providers.registry import adapter_for, adapter_name, ep_adapter_registry, list_providers
 from olive.hardware.accelerator import closest_provider, installed_plugin_providers
+from olive.hardware.cpu import int8_matmul_saturates
 from olive.optimize.recipe import Installed
 from olive.plugins.registry import get_registry
 
@@ -50,7 +51,7 @@ def installed_now(providers: tuple[str, ...], device: str) -> tuple[Installed, t
             continue
         options = tuple(o for o in (adapter.options or {}) if adapter.search_defaults(o))
         searched[name] = options
-    return Installed(passes, containers, searched, converters), tuple(expanded)
+    return Installed(passes, containers, searched, converters, int8_matmul_saturates()), tuple(expanded)
 
 
 def _check_builtin_provider(name: str) -> None:

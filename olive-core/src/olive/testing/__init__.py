@@ -25,6 +25,8 @@ _LAZY = {
     "make_venv": "olive.testing.venv",
     "build_wheel": "olive.testing.venv",
     "Venv": "olive.testing.venv",
+    "run_watched": "olive.testing.processes",
+    "StalledProcessError": "olive.testing.processes",
 }
 
 __all__ = sorted(_LAZY)

@@ -6,6 +6,11 @@ folder and checks the output loads in onnxruntime), ``isolated_registry`` (an em
 :class:`~olive.plugins.registry.PassRegistry` made the process-wide one for the test; add passes with
 ``.register(PassClass)``) and ``fresh_venv`` (a :class:`~olive.testing.venv.Venv` under ``tmp_path``).
 
+Marker ``int8_kernel``: a test whose expectation depends on onnxruntime's CPU int8 kernel (it adds exactly with
+VNNI or AMX, in saturating 16-bit pairs on AVX2 alone: :mod:`olive.hardware.cpu`). Such a test asserts what holds
+on both, or reads :func:`~olive.hardware.cpu.int8_matmul_saturates` and says which branch it checks; ``tox -e
+avx2`` runs the marked tests as on an AVX2-only CPU. The report header names the CPU the tests ran on.
+
 Workflows that name no ``cache_dir`` cache in a folder of the test session (``OLIVE_CACHE_DIR``, unless it is
 already set), never in the user's own per-user cache.
 
@@ -26,6 +31,20 @@ if TYPE_CHECKING:
     from olive.model.handler import ONNXModelHandler
     from olive.plugins.registry import PassRegistry
     from olive.testing.venv import Venv
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "int8_kernel: the expectation depends on the CPU's int8 kernel (tox -e avx2 runs these as on an AVX2-only CPU)",
+    )
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    from olive.hardware.cpu import describe_cpu, int8_matmul_saturates
+
+    kernel = "saturating 16-bit pairs" if int8_matmul_saturates() else "exact"
+    return f"cpu: {describe_cpu()}; onnxruntime int8 MatMul: {kernel} (by its flags)"
 
 
 @pytest.fixture(scope="session", autouse=True)
