@@ -25,9 +25,9 @@ def measure() -> dict[str, Any]:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     from olive.cli.quickstart import MODEL_SHAPE
-    from olive.hardware.cpu import describe_cpu, int8_matmul_saturates
+    from olive.hardware.cpu import describe_cpu
     from olive.measure import ReferenceOutputs, synthetic_inputs
-    from olive.measure.int8_kernel import int8_matmul
+    from olive.measure.int8_kernel import int8_matmul, int8_matmul_saturates
     from olive.model.handler import ONNXModelHandler
     from olive.testing.models import bert_like_model, mlp_model, save_model
 

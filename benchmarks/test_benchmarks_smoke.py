@@ -129,7 +129,8 @@ def test_optimize_benchmark_judges_the_chosen_model_against_onnxruntimes_int8(tm
 
 
 def test_int8_kernel_benchmark_scores_both_weight_widths_on_this_cpu():
-    from olive.hardware.cpu import describe_cpu, int8_matmul_saturates
+    from olive.hardware.cpu import describe_cpu
+    from olive.measure.int8_kernel import int8_matmul_saturates
 
     report = json.loads(_run("bench_int8_kernel.py", "--json").strip().splitlines()[-1])
     assert report["cpu"] == describe_cpu() and report["default_reduce_range"] is int8_matmul_saturates()

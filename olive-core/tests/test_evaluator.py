@@ -13,7 +13,7 @@ from olive.data.config import DataConfig
 from olive.evaluator.evaluator import OliveEvaluator
 from olive.evaluator.metric import parse_metrics
 from olive.exceptions import OliveError, PassConfigError, WorkflowConfigError
-from olive.hardware.cpu import int8_matmul_saturates, reduce_range_for
+from olive.measure.int8_kernel import int8_matmul_saturates, reduce_range_for
 from olive.model.handler import ONNXModelHandler
 from olive.testing.models import bert_like_model, mlp_model, random_inputs, save_model, write_npz_dataset
 

@@ -29,6 +29,10 @@ DATA = Path(__file__).resolve().parent / "data"
 # The guard checks its target on the calibration sentences only, whose worst sentence is an optimistic estimate
 # of the worst unseen one (benchmarks/minilm: a 0.97 target there gave 0.965 held out), so it asks for a margin.
 GUARD_TARGET = {"cosine_mean": 0.99, "cosine_min": 0.995}
+# Where onnxruntime's int8 MatMul saturates (x86-64 without VNNI), the 7-bit weights the guard takes there leave
+# more error to remove: six float nodes reach cosine_min 0.9948 on an (emulated) AMD EPYC Rome, short of the
+# target; with VNNI the guard stops at fewer. The cap bounds the cost in speed either way.
+MAX_FP32_NODES = 8
 
 
 def minilm_workflow(model_dir: str, out: Path) -> dict:
@@ -92,6 +96,7 @@ def minilm_workflow(model_dir: str, out: Path) -> dict:
                 "trim_padding": True,
                 "target_metric": list(GUARD_TARGET),
                 "target_value": list(GUARD_TARGET.values()),
+                "max_fp32_nodes": MAX_FP32_NODES,
             },
         },
         "output_dir": str(out / "out"),

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from olive.hardware.cpu import reduce_range_for
+from olive.measure.int8_kernel import reduce_range_for
 from olive.passes.pass_config import PassConfigParam
 from olive.search.search_parameter import Boolean, Categorical, Conditional, ConditionalDefault, SpecialParamValue
 from olive_passes_quant._types import CalibrateMethod, Precision, QuantFormat
@@ -37,9 +37,10 @@ def reduce_range_param(accelerator_spec: AcceleratorSpec | None, search_defaults
 
     Microsoft Olive's default is False, right where onnxruntime's int8 MatMul adds exactly (VNNI, AMX, ARM):
     there 7 bits only cost precision. Where it adds pairs of uint8 x int8 products in 16 bits and saturates
-    (x86-64 without VNNI: :mod:`olive.measure.int8_kernel`), 8-bit weights overflow and 7-bit ones cannot, so
-    int8 weights default to True on such a CPU; uint8 weights take a kernel that does not saturate. The probe
-    runs when the config is made, so the value chosen is part of the run's cache key.
+    (x86-64 without VNNI or AMX: :mod:`olive.hardware.cpu`), 8-bit weights overflow and 7-bit ones cannot, so
+    int8 weights default to True on such a CPU; uint8 weights take a kernel that does not saturate. The CPU is
+    read (its flags, nothing imported) when the config is made, so the value chosen is part of the run's cache
+    key.
     """
     description = (
         "Quantize weights to 7 bits. Default: True for int8 weights on a CPU whose onnxruntime int8 MatMul "

@@ -26,6 +26,9 @@ def eps_command(as_json: bool) -> None:
     from olive.execution_providers.registry import list_providers
 
     statuses = list_providers()
+    for status in statuses:
+        if status.name == "CPUExecutionProvider" and not status.devices:
+            status.devices.append(_cpu_device())
     if as_json:
         click.echo(json.dumps([status.to_json() for status in statuses], indent=2))
         return
@@ -41,6 +44,21 @@ def eps_command(as_json: bool) -> None:
         console.print(table)
     else:
         _print_blocks(console, rows)
+
+
+def _cpu_device() -> dict[str, Any]:
+    """The CPU the CPU provider runs on, with what its int8 MatMul does here (measured): latency and int8
+    agreement differ between CPUs, so a report names it."""
+    from olive.hardware.cpu import describe_cpu
+    from olive.measure.int8_kernel import int8_matmul
+
+    saturates = int8_matmul().saturates
+    return {
+        "ep_name": "CPUExecutionProvider",
+        "device": "cpu",
+        "name": describe_cpu(),
+        "int8_matmul": "saturating" if saturates else "exact",
+    }
 
 
 def _row(status: ProviderStatus) -> tuple[str, str, str, list[str], str]:

@@ -201,11 +201,11 @@ def _describe_default(value: Any, row: dict[str, Any]) -> str:
 
     if not isinstance(value, ConditionalDefault):
         return json.dumps(row["default"], default=repr)
-    choices = [
-        f"{json.dumps(chosen, default=repr)} if "
-        + ", ".join(f"{parent}={json.dumps(key, default=repr)}" for parent, key in zip(value.parents, keys, strict=True))
-        for keys, chosen in value.support.items()
-    ]
+
+    def condition(keys: tuple) -> str:
+        return ", ".join(f"{p}={json.dumps(k, default=repr)}" for p, k in zip(value.parents, keys, strict=True))
+
+    choices = [f"{json.dumps(chosen, default=repr)} if {condition(keys)}" for keys, chosen in value.support.items()]
     return "; ".join([*choices, f"else {json.dumps(value.default, default=repr)}"])
 
 

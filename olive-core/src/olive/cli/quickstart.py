@@ -52,7 +52,7 @@ def quickstart_workflow(reduce_range: bool | None = None) -> dict[str, Any]:
         (:mod:`olive.hardware.cpu`).
     """
     if reduce_range is None:
-        from olive.hardware.cpu import int8_matmul_saturates
+        from olive.measure.int8_kernel import int8_matmul_saturates
 
         reduce_range = int8_matmul_saturates()
     return {
@@ -276,7 +276,8 @@ def quickstart_command(directory: Path | None, force: bool, no_run: bool, verbos
     click.echo(f"  model:    {directory / MODEL_DIR / 'model.onnx'}")
     click.echo(f"  data:     {directory / DATA_FILE} ({NUM_SAMPLES} samples of {SEQUENCE_LENGTH} tokens)")
     click.echo(f"  workflow: {workflow_path}")
-    from olive.hardware.cpu import REDUCE_RANGE_REASON, int8_matmul_saturates
+    from olive.hardware.cpu import REDUCE_RANGE_REASON
+    from olive.measure.int8_kernel import int8_matmul_saturates
 
     if int8_matmul_saturates():
         click.echo(f"  int8:     7-bit weights (reduce_range): {REDUCE_RANGE_REASON}")

@@ -209,7 +209,8 @@ def _print_dry_run(prepared) -> None:
 
 def _cpu_line() -> str:
     """The CPU the run would measure on, and what it changes in the passes' defaults."""
-    from olive.hardware.cpu import REDUCE_RANGE_REASON, describe_cpu, int8_matmul_saturates
+    from olive.hardware.cpu import REDUCE_RANGE_REASON, describe_cpu
+    from olive.measure.int8_kernel import int8_matmul_saturates
 
     line = f"cpu: {describe_cpu()}"
     if int8_matmul_saturates():

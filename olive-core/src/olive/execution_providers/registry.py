@@ -236,30 +236,11 @@ def list_providers() -> list[ProviderStatus]:
             "ok",
             package="onnxruntime",
             version=ort.__version__,
-            devices=_cpu_devices() if name == "CPUExecutionProvider" else [],
         )
         for name in ort.get_available_providers()
         if name not in plugin_names and adapter_name(name) not in plugin_names
     ]
     return builtin + statuses
-
-
-def _cpu_devices() -> list[dict[str, Any]]:
-    """The CPU the CPU provider runs on, with what its int8 MatMul does here (measured): figures and int8
-    accuracy differ between CPUs, so a report names it."""
-    from olive.hardware.cpu import cpu_info
-    from olive.measure.int8_kernel import int8_matmul
-
-    cpu = cpu_info()
-    kernel = int8_matmul()
-    return [
-        {
-            "ep_name": "CPUExecutionProvider",
-            "device": "cpu",
-            "name": cpu.describe(),
-            "int8_matmul": "saturating" if kernel.saturates else "exact",
-        }
-    ]
 
 
 def _plugin_status(adapter: ExecutionProviderAdapter, requirement: str) -> ProviderStatus:

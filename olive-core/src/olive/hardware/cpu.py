@@ -13,9 +13,9 @@ product is added in 32 bits. On x86-64 without them (AVX2-only CPUs such as AMD 
 AVX-512 CPUs without VNNI) it uses ``VPMADDUBSW``, which adds each pair of products in 16 bits and saturates: a
 large activation times two 8-bit weights near +-127 overflows, and the model drifts from its float model.
 onnxruntime's quantization guide gives the remedy for such CPUs: 7-bit weights (``reduce_range``), whose pair
-sums fit, or uint8 weights (a kernel that does not saturate). :func:`int8_matmul_saturates` says which case this
-CPU is from its flags; :func:`olive.measure.int8_kernel.int8_matmul` measures what onnxruntime really does (and
-the tests check that the two agree on whatever CPU they run on).
+sums fit, or uint8 weights (a kernel that does not saturate). :attr:`CpuInfo.int8_saturates` says which case
+this CPU is from its flags; :mod:`olive.measure.int8_kernel` measures what onnxruntime really does (the tests
+check that the two agree on whatever CPU they run on) and decides where a system lists no flags.
 """
 
 from __future__ import annotations
@@ -35,8 +35,6 @@ __all__ = [
     "CpuInfo",
     "cpu_info",
     "describe_cpu",
-    "int8_matmul_saturates",
-    "reduce_range_for",
 ]
 
 #: the instruction-set flags (Linux ``/proc/cpuinfo`` spelling) that change onnxruntime's CPU kernels: the
@@ -65,8 +63,7 @@ _X86 = ("x86_64", "amd64", "i386", "i686", "x86")
 #: why int8 weights get ``reduce_range`` on a CPU whose int8 MatMul saturates (said in ``--dry-run`` and docs)
 REDUCE_RANGE_REASON = (
     "onnxruntime's int8 MatMul on this CPU (x86-64 without VNNI or AMX) adds pairs of uint8 x int8 products in 16 "
-    "bits, which 8-bit weights can overflow; 7-bit weights (reduce_range) cannot, as onnxruntime's quantization "
-    "guide advises for such CPUs"
+    "bits, which 8-bit weights can overflow and 7-bit ones cannot (onnxruntime's advice for such CPUs)"
 )
 
 
@@ -121,27 +118,6 @@ def cpu_info() -> CpuInfo:
 def describe_cpu() -> str:
     """One line naming this machine's CPU and the instruction sets that choose onnxruntime's kernels."""
     return cpu_info().describe()
-
-
-def int8_matmul_saturates() -> bool:
-    """Whether onnxruntime's CPU int8 MatMul saturates on this CPU (see the module docstring).
-
-    Read from the CPU's flags; where the system lists none (Windows), measured once with onnxruntime instead.
-    """
-    known = cpu_info().int8_saturates
-    if known is not None:
-        return known
-    from olive.measure.int8_kernel import int8_matmul
-
-    return int8_matmul().saturates
-
-
-def reduce_range_for(execution_provider: str | None) -> bool:
-    """The ``reduce_range`` int8 weights should get on ``execution_provider``: True on the CPU provider when its
-    int8 MatMul saturates here, else False (other providers run kernels of their own)."""
-    if execution_provider not in (None, "CPUExecutionProvider"):
-        return False
-    return int8_matmul_saturates()
 
 
 def _from_proc_cpuinfo() -> tuple[str | None, tuple[str, ...]]:

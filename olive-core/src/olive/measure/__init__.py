@@ -32,6 +32,8 @@ Modules, one concept each:
   ``inference_settings`` (execution providers, built in or plugin libraries from pip packages, provider
   options, session options), with errors that name the bad setting; :func:`settings_on_target` puts a model's
   settings on an accelerator (its provider, options and device).
+- :mod:`olive.measure.int8_kernel`: whether onnxruntime's CPU int8 MatMul saturates here (from the CPU's flags,
+  and measured with one tiny session), and the ``reduce_range`` default that follows.
 - :mod:`olive.measure.timing`: settle pause, warmup, timed runs, sessions timed in interleaved rounds, each
   run's ratio to a reference's median in its round, and the summary statistics the latency metrics report.
 

@@ -1,11 +1,11 @@
-"""What onnxruntime's CPU int8 MatMul does on this machine, measured with one tiny session.
+"""Whether onnxruntime's CPU int8 MatMul adds pairs of products in 16 bits on this machine, and the
+``reduce_range`` default that follows (:mod:`olive.hardware.cpu` says why it matters).
 
-:func:`olive.hardware.cpu.int8_matmul_saturates` decides from the CPU's flags whether onnxruntime adds pairs of
-uint8 x int8 products in 16 bits (x86-64 without VNNI or AMX), cheaply enough for pass defaults. This module
-checks it against onnxruntime itself: it runs one ``MatMulInteger`` whose pair sums overflow 16 bits and
-compares the result with the exact product. ``olive eps`` shows the result, the tests check the two agree on the
-CPU they run on, and on a system that lists no CPU flags it is the answer. It costs one session of a 1 KB
-model, once per process.
+:func:`int8_matmul_saturates` decides from the CPU's flags (x86-64 without VNNI or AMX), cheaply enough for pass
+defaults: it imports neither numpy nor onnxruntime. :func:`int8_matmul` checks it against onnxruntime itself:
+it runs one ``MatMulInteger`` whose pair sums overflow 16 bits and compares the result with the exact product.
+``olive eps`` shows that measurement, the tests check the two agree on the CPU they run on, and on a system
+that lists no CPU flags (Windows) it is the answer. It costs one session of a 1 KB model, once per process.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ import functools
 
 import attrs
 
-from olive.hardware.cpu import describe_cpu
+from olive.hardware.cpu import cpu_info, describe_cpu
+from olive.measure.sessions import create_session
 
-__all__ = ["Int8MatMul", "int8_matmul"]
+__all__ = ["Int8MatMul", "int8_matmul", "int8_matmul_saturates", "reduce_range_for"]
 
 _ROWS, _DEPTH, _COLUMNS = 2, 64, 8
 
@@ -50,8 +51,6 @@ def int8_matmul() -> Int8MatMul:
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
 
-    from olive.measure.sessions import create_session
-
     # 255 x 127 twice is 64770, past int16's 32767: a saturating kernel returns less than the exact sum.
     weights = np.full((_DEPTH, _COLUMNS), 127, dtype=np.int8)
     weights[:, 1::2] = -128
@@ -73,3 +72,18 @@ def int8_matmul() -> Int8MatMul:
     (result,) = session.run(None, {"a": activations})
     exact = activations.astype(np.int64) @ weights.astype(np.int64)
     return Int8MatMul(bool(np.any(result != exact)), describe_cpu(), ort.__version__)
+
+
+def int8_matmul_saturates() -> bool:
+    """Whether onnxruntime's CPU int8 MatMul saturates on this CPU: read from its flags, or measured once with
+    onnxruntime where the system lists none."""
+    known = cpu_info().int8_saturates
+    return int8_matmul().saturates if known is None else known
+
+
+def reduce_range_for(execution_provider: str | None) -> bool:
+    """The ``reduce_range`` int8 weights should get on ``execution_provider``: True on the CPU provider when its
+    int8 MatMul saturates here, else False (other providers run kernels of their own)."""
+    if execution_provider not in (None, "CPUExecutionProvider"):
+        return False
+    return int8_matmul_saturates()

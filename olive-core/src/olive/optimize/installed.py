@@ -11,7 +11,7 @@ from olive.data.containers import container_registry
 from olive.exceptions import PluginLoadError, WorkflowConfigError
 from olive.execution_providers.registry import adapter_for, adapter_name, ep_adapter_registry, list_providers
 from olive.hardware.accelerator import closest_provider, installed_plugin_providers
-from olive.hardware.cpu import int8_matmul_saturates
+from olive.measure.int8_kernel import int8_matmul_saturates
 from olive.optimize.recipe import Installed
 from olive.plugins.registry import get_registry
 

@@ -8,7 +8,7 @@ folder and checks the output loads in onnxruntime), ``isolated_registry`` (an em
 
 Marker ``int8_kernel``: a test whose expectation depends on onnxruntime's CPU int8 kernel (it adds exactly with
 VNNI or AMX, in saturating 16-bit pairs on AVX2 alone: :mod:`olive.hardware.cpu`). Such a test asserts what holds
-on both, or reads :func:`~olive.hardware.cpu.int8_matmul_saturates` and says which branch it checks; ``tox -e
+on both, or reads :func:`~olive.measure.int8_kernel.int8_matmul_saturates` and says which branch it checks; ``tox -e
 avx2`` runs the marked tests as on an AVX2-only CPU. The report header names the CPU the tests ran on.
 
 Workflows that name no ``cache_dir`` cache in a folder of the test session (``OLIVE_CACHE_DIR``, unless it is
@@ -41,7 +41,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    from olive.hardware.cpu import describe_cpu, int8_matmul_saturates
+    from olive.hardware.cpu import describe_cpu
+    from olive.measure.int8_kernel import int8_matmul_saturates
 
     kernel = "saturating 16-bit pairs" if int8_matmul_saturates() else "exact"
     return f"cpu: {describe_cpu()}; onnxruntime int8 MatMul: {kernel} (by its flags)"
