@@ -186,10 +186,30 @@ class NamesItself(AddMatMuls):
         return result
 
 
+class FitOnData(Pass):
+    """AddMatMuls that reads every sample of its ``data_config`` first and writes the first value of each into
+    ``seen.json`` beside its output: which samples a pass fits on."""
+
+    @classmethod
+    def _default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
+        return {"data_config": PassConfigParam(type_=Any, required=True), **get_external_data_config()}
+
+    def _run_for_config(self, model: Any, config: Any, output_model_path: str) -> Any:
+        seen = [
+            float(value)
+            for inputs, _ in config.data_config.create_dataloader(batch_size=1)
+            for value in inputs["input"][:, 0]
+        ]
+        result = model_proto_to_olive_model(model.load_model(), output_model_path)
+        (Path(result.model_path).parent / "seen.json").write_text(json.dumps(seen))
+        _log_run(self, config)
+        return result
+
+
 def make_registry() -> PassRegistry:
     """A registry offering every pass of this module under its class name."""
     registry = PassRegistry(entry_points=False)
-    for pass_class in (AddMatMuls, ScaleOutput, NoOp, Inspect, PerDevice, CrashOnce):
+    for pass_class in (AddMatMuls, ScaleOutput, NoOp, Inspect, PerDevice, CrashOnce, FitOnData):
         registry.register(pass_class, name=pass_class.__name__)
     return registry
 

@@ -31,7 +31,7 @@ def no_passes() -> Iterator[None]:
 def bert(tmp_path_factory) -> tuple[Path, Path]:
     folder = tmp_path_factory.mktemp("bert")
     model = save_model(bert_like_model(seed=0), folder)
-    data = write_npz_dataset(folder / "data.npz", model, num_samples=4, sequence_length=8)
+    data = write_npz_dataset(folder / "data.npz", model, num_samples=16, sequence_length=8)
     return Path(model.model_path), data
 
 

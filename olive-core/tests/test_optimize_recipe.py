@@ -7,6 +7,7 @@ The workflows themselves run in ``e2e/test_optimize.py`` (the quant and graph pa
 from __future__ import annotations
 
 import itertools
+import itertools
 import math
 from pathlib import Path
 
@@ -46,7 +47,7 @@ def bert(tmp_path_factory) -> ModelFacts:
 
 @pytest.fixture(scope="module")
 def bert_npz(tmp_path_factory, bert) -> DataSource:
-    path = write_npz_dataset(tmp_path_factory.mktemp("data") / "data.npz", bert_like_model(seed=0), num_samples=4)
+    path = write_npz_dataset(tmp_path_factory.mktemp("data") / "data.npz", bert_like_model(seed=0), num_samples=16)
     return data_source(path, bert, frozenset())
 
 
@@ -253,7 +254,7 @@ def test_data_an_npz_keyed_by_input_name(tmp_path, bert) -> None:
 
 
 def test_text_data_needs_the_text_container_and_a_tokenizer(tmp_path, bert) -> None:
-    (tmp_path / "s.txt").write_text("hello\n")
+    (tmp_path / "s.txt").write_text("hello\n" * 16)
     with pytest.raises(WorkflowConfigError, match=r"TextDataContainer.*olive-passes-torch"):
         data_source(tmp_path / "s.txt", bert, frozenset())
     with pytest.raises(WorkflowConfigError, match="no tokenizer beside it; give --tokenizer DIR"):
@@ -281,11 +282,19 @@ def test_defaults_on_a_transformer_with_data_guard_int8_unfused_and_pick_the_fas
     recipe = build_workflow(bert, options(tmp_path), ALL, bert_npz)
     workflow = recipe.workflow
     # int8 on the CPU: the unfused graph measured faster than the fused one (benchmarks/bench_optimize.py)
-    assert list(workflow["passes"]) == ["quantize"]
+    assert list(workflow["passes"]) == ["sensitivity", "quantize"]
     assert any("no transformer fusion" in note for note in recipe.notes)
     guard = workflow["passes"]["quantize"]
     assert guard["type"] == "OnnxAccuracyGuardedQuantization"
-    assert guard["target_metric"] == ["cosine_min", "cosine_mean"] and guard["target_value"] == [0.97, 0.99]
+    assert guard["target_metric"] == ["cosine_min", "cosine_mean"]
+    # The keeps' own targets first, then every keep tightened alike towards 1, until a model keeps them on the
+    # judging half: the search stops at the first that does.
+    steps = guard["target_value"]["support"]
+    assert steps[0] == [0.97, 0.99] and steps[-1][0] > 0.99 and steps[-1][1] > 0.995
+    assert all(a[0] < b[0] and a[1] < b[1] for a, b in itertools.pairwise(steps))
+    assert workflow["search_strategy"]["stop_when_goals_met"] is True
+    assert workflow["passes"]["sensitivity"]["data_config"] == "data"
+    assert any(note.startswith("--data: half to fit (passes), half to judge") for note in recipe.notes)
     assert guard["pooling"] == "mean" and guard["mask_input"] == "attention_mask" and guard["trim_padding"] is True
     assert guard["quantize_embeddings"] is True and guard["data_config"] == "data"
     assert subs(workflow, "latency")["ratio_p50"] == {"name": "ratio_p50", "priority": 1}
@@ -317,7 +326,7 @@ def test_fusion_is_searched_against_the_unfused_graph_where_it_may_pay(tmp_path,
             },
         }
     fused = build_workflow(bert, options(tmp_path, fusion=True), ALL, bert_npz).workflow["passes"]
-    assert list(fused) == ["fuse", "quantize"] and "only_onnxruntime" not in fused["fuse"]
+    assert list(fused) == ["fuse", "sensitivity", "quantize"] and "only_onnxruntime" not in fused["fuse"]
     plugin = Installed(ALL.passes, plugin_providers={"OpenVINOExecutionProvider": ()})
     chosen = options(tmp_path, precision="fp16", providers=("OpenVINOExecutionProvider",))
     recipe = build_workflow(bert, chosen, plugin, bert_npz)
@@ -391,7 +400,8 @@ def test_a_model_that_is_no_transformer_is_not_fused_unless_asked(tmp_path, mlp)
 
 def test_quantize_only_and_no_fusion_leave_the_graph_alone(tmp_path, bert, bert_npz):
     for kwargs in ({"quantize_only": True}, {"fusion": False}):
-        assert list(build_workflow(bert, options(tmp_path, **kwargs), ALL, bert_npz).workflow["passes"]) == ["quantize"]
+        passes = build_workflow(bert, options(tmp_path, **kwargs), ALL, bert_npz).workflow["passes"]
+        assert list(passes) == ["sensitivity", "quantize"]
 
 
 @pytest.mark.parametrize(
@@ -520,7 +530,7 @@ def test_a_hugging_face_model_is_converted_first_by_the_plugin_that_takes_it(tmp
         QUANT | GRAPH | {"OnnxConversion"}, frozenset({"TextDataContainer"}), {}, {"HfModel": "OnnxConversion"}
     )
     workflow = build_workflow(facts, options(tmp_path), installed, text).workflow
-    assert list(workflow["passes"]) == ["convert", "quantize"]
+    assert list(workflow["passes"]) == ["convert", "sensitivity", "quantize"]
     assert workflow["passes"]["convert"] == {"type": "OnnxConversion", "data_config": "data"}
     fused = build_workflow(facts, options(tmp_path, precision="fp16"), installed, text).workflow["passes"]
     assert list(fused) == ["convert", "fuse", "quantize"]
@@ -541,7 +551,9 @@ def test_keeps_given_replace_the_defaults(tmp_path, bert, bert_npz):
     keeps = (Keep("cosine_mean", ">=", 0.995), Keep("max_abs_diff", "<", 0.5))
     recipe = build_workflow(bert, options(tmp_path, keeps=keeps), ALL, bert_npz)
     guard = recipe.workflow["passes"]["quantize"]
-    assert guard["target_metric"] == ["cosine_mean", "max_abs_diff"] and guard["target_value"] == [0.995, 0.5]
+    assert guard["target_metric"] == ["cosine_mean", "max_abs_diff"]
+    steps = guard["target_value"]["support"]
+    assert steps[0] == [0.995, 0.5] and steps[1][0] > 0.995 and steps[1][1] < 0.5
     agreement = subs(recipe.workflow, "agreement")
     assert set(agreement) == {"cosine_mean", "max_abs_diff"}
     assert agreement["max_abs_diff"]["goal"]["value"] == math.nextafter(0.5, -math.inf)
@@ -567,3 +579,27 @@ def test_text_is_cut_to_128_tokens_or_the_models_longest_input(tmp_path):
     unlimited = attrs.evolve(facts, max_sequence_length=None)
     workflow = build_workflow(unlimited, options(tmp_path), installed, text).workflow
     assert workflow["data_configs"][0]["pre_process_data_config"]["max_length"] == 128
+
+
+def test_validation_data_judges_and_all_of_data_fits(tmp_path, bert):
+    model = bert_like_model(seed=0)
+    fit = write_npz_dataset(tmp_path / "fit.npz", model, num_samples=4, seed=1)
+    judge = write_npz_dataset(tmp_path / "judge.npz", model, num_samples=4, seed=2)
+    source = data_source(fit, bert, frozenset(), validation=judge, max_samples=64)
+    assert not source.split and source.validation is not None and source.validation.path == judge.resolve()
+    recipe = build_workflow(bert, options(tmp_path, data=fit, validation_data=judge), ALL, source)
+    workflow = recipe.workflow
+    names = [config["name"] for config in workflow["data_configs"]]
+    assert names == ["data", "validation"]
+    assert workflow["data_configs"][1]["load_dataset_config"]["data_path"] == str(judge.resolve())
+    assert workflow["passes"]["quantize"]["data_config"] == "data"
+    assert metric(workflow, "agreement")["data_config"] == "validation"
+    assert metric(workflow, "latency")["data_config"] == "validation"
+    assert any("measured on --validation-data" in note for note in recipe.notes)
+    # Without --validation-data, four samples cannot be split.
+    with pytest.raises(WorkflowConfigError, match=r"--data: 'fit.npz' gives 4 sample\(s\).*at least 16"):
+        data_source(fit, bert, frozenset(), max_samples=64)
+    with pytest.raises(WorkflowConfigError, match=r"--validation-data: .*give --data FILE too"):
+        options(tmp_path, validation_data=judge)
+    with pytest.raises(WorkflowConfigError, match=r"^--validation-data: '.*nope.npz' is not a file"):
+        data_source(fit, bert, frozenset(), validation=tmp_path / "nope.npz")

@@ -57,7 +57,16 @@ def _options(function: Any) -> Any:
             default=None,
             type=click.Path(path_type=Path),
             help="Samples like those the model serves: an .npz of arrays keyed by input name, or a text file "
-            "(.txt one per line, .jsonl...) when the model has a tokenizer. Without it, synthetic inputs.",
+            "(.txt one per line, .jsonl...) when the model has a tokenizer. Half fits (calibration, the guard's "
+            "choices), half judges (every figure and keep), at least 16 samples. Without it, synthetic inputs.",
+        ),
+        click.option(
+            "--validation-data",
+            "--validation_data",
+            "validation_data",
+            default=None,
+            type=click.Path(path_type=Path),
+            help="Samples to judge on (figures and keeps), of the same kinds as --data; then all of --data fits.",
         ),
         click.option(
             "--keep",
@@ -237,6 +246,7 @@ def _main(quantize_only: bool, output_default: str, params: dict[str, Any]) -> N
         device=params["device"].strip().lower(),
         max_time=params["max_time"],
         data=params["data"],
+        validation_data=params["validation_data"],
         tokenizer=params["tokenizer"],
         max_samples=params["max_samples"],
         batch_size=params["batch_size"],
@@ -250,7 +260,14 @@ def _main(quantize_only: bool, output_default: str, params: dict[str, Any]) -> N
     installed, providers = installed_now(options.providers, options.device)
     if providers != options.providers:
         options = attrs.evolve(options, providers=providers)
-    source = data_source(options.data, facts, installed.data_containers, options.tokenizer)
+    source = data_source(
+        options.data,
+        facts,
+        installed.data_containers,
+        options.tokenizer,
+        validation=options.validation_data,
+        max_samples=options.max_samples,
+    )
     recipe = build_workflow(facts, options, installed, source)
     workflow_path = output_dir / WORKFLOW_FILE
 
@@ -333,6 +350,10 @@ def _prepare(prepare: Any, recipe: Recipe) -> Any:
         # A provider the workflow names came from --provider: say so instead of the workflow's JSON path.
         if (exc.owner or "").startswith("systems."):
             raise WorkflowConfigError(exc.reason, owner="--provider") from exc
+        data_options = {f"data_configs[{i}]": option for i, option in enumerate(("--data", "--validation-data"))}
+        option = next((o for path, o in data_options.items() if (exc.owner or "").startswith(path)), None)
+        if option is not None:
+            raise WorkflowConfigError(exc.reason, owner=option) from exc
         raise
 
 

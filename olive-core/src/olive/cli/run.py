@@ -203,6 +203,8 @@ def _print_dry_run(prepared) -> None:
             highlight=False,
             markup=False,
         )
+    for shared in prepared.shared_data:
+        console.print(f"data: {shared.describe()}", highlight=False, markup=False)
     console.print(_cpu_line(), highlight=False, markup=False)
     console.print("config is valid; nothing was run (--dry-run)")
 
@@ -222,12 +224,14 @@ def _print_summary(output) -> None:
     from rich.console import Console
 
     from olive.engine.results import Status
-    from olive.report.data import report_data_from_output
+    from olive.report.data import FIT_PREFIX, report_data_from_output
     from olive.report.table import print_candidates
 
     console = Console()
     data = report_data_from_output(output)
     keys = [o.key for o in data.objectives] or sorted({k for n in data.candidates() for k in n.get("metrics") or {}})
+    # The guard's figures on the samples it fit on, beside those measured on others.
+    keys += [k for k in data.metric_keys() if k.startswith(FIT_PREFIX) and k not in keys]
     print_candidates(data, keys, console, title="Candidates")
     failed = sum(1 for n in output.footprint if n.status is Status.FAILED)
     pruned = sum(1 for n in output.footprint if n.status is Status.PRUNED)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from olive.data.config import DataConfig
 from olive.data.feeds import check_feed_specs
 from olive.data.npz import LABEL_KEYS, read_npz_headers
+from olive.data.split import MIN_SAMPLES_PER_ROLE
 from olive.exceptions import OliveError, WorkflowConfigError
 from olive.model.handler import ONNXModelHandler
 
@@ -88,6 +89,8 @@ def check_npz_config(config: DataConfig, io_config: dict[str, Any], exact: bool 
             "row per sample",
             owner=where,
         )
+    if config.role is not None:
+        _check_split_count(config, next(iter(lengths.values())), params.get("max_samples"))
     batch_size = config.dataloader_config.params.get("batch_size")
     rows = min(next(iter(lengths.values())), batch_size if isinstance(batch_size, int) and batch_size > 0 else 1)
     batch = {key: ((rows, *shape[1:]), dtype) for key, (shape, dtype) in inputs.items()}
@@ -95,3 +98,18 @@ def check_npz_config(config: DataConfig, io_config: dict[str, Any], exact: bool 
         check_feed_specs(batch, io_config, f"data config '{config.name}' ('{path}')", "the input model", cast=not exact)
     except OliveError as exc:
         raise WorkflowConfigError(exc.reason, owner=where) from None
+
+
+def _check_split_count(config: DataConfig, rows: int, max_samples: Any) -> None:
+    """A data config split into a fitting and a judging part holds enough samples for both (the rule of
+    :func:`olive.data.split.split_indices`, read from the headers)."""
+    count = min(rows, max_samples) if isinstance(max_samples, int) and max_samples > 0 else rows
+    if count >= 2 * MIN_SAMPLES_PER_ROLE:
+        return
+    raise WorkflowConfigError(
+        f"passes fit on it and metrics judge on it, and it holds {count} sample(s), too few to split into a part to "
+        f"fit on and a part to judge on (at least {2 * MIN_SAMPLES_PER_ROLE}: {MIN_SAMPLES_PER_ROLE} each); give "
+        "more samples, give the metrics a data config of their own (olive optimize: --validation-data FILE), or "
+        'set "split": false to fit and judge on the same samples (the results then measure the fit)',
+        owner=config.json_path or config.name,
+    )

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import logging
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -30,9 +31,12 @@ from olive.data.components import BUILTINS, normalize_batch
 from olive.data.containers import container_registry, find_container, unknown_container_reason
 from olive.data.feeds import FeedReader
 from olive.data.registry import Registry
+from olive.data.split import FIT, ROLES, SampleSubset, TooFewSamplesError, sample_lengths, split_indices
 from olive.data.user_script import get_user_function, load_user_script
 from olive.exceptions import OliveError, PassConfigError, PluginLoadError, WorkflowConfigError, closest_match_hint
 from olive.paths import UnusablePath, resolve_user_path
+
+logger = logging.getLogger(__name__)
 
 COMPONENT_FIELDS = {
     "load_dataset_config": "load_dataset",
@@ -66,7 +70,7 @@ _UNSUPPORTED_CONTAINERS = {
 _PATH_PARAMS = ("data_path", "data_dir")
 _NPZ_LOAD_KEYS = ("data_path", "data_dir", "max_samples")
 
-_TOP_KEYS = ("name", "type", "user_script", "script_dir", *COMPONENT_FIELDS)
+_TOP_KEYS = ("name", "type", "user_script", "script_dir", "split", *COMPONENT_FIELDS)
 # Bounds of the built-in components' numbers: past them a typo only exhausts memory or time.
 MAX_BATCH_SIZE = 1_000_000
 MAX_DUMMY_SAMPLES = 100_000
@@ -114,6 +118,10 @@ class DataConfig:
         ``user_script``) or ``DummyDataContainer`` (synthetic inputs of given shapes).
     :param user_script: a Python file whose functions the components name.
     :param script_dir: a folder put on ``sys.path`` while the user script is imported.
+    :param split: when passes and metrics both use this config, give each role its own samples
+        (:mod:`olive.data.split`); ``False`` lets both see every sample.
+    :param role: the part of the samples this config yields (``"fit"`` or ``"judge"``; ``None``: all of
+        them); set by the workflow, never written in one.
     """
 
     name: str
@@ -124,6 +132,8 @@ class DataConfig:
     pre_process_data_config: DataComponentConfig = attrs.field(factory=DataComponentConfig, converter=_component)
     post_process_data_config: DataComponentConfig = attrs.field(factory=DataComponentConfig, converter=_component)
     dataloader_config: DataComponentConfig = attrs.field(factory=DataComponentConfig, converter=_component)
+    split: bool = True
+    role: str | None = attrs.field(default=None, kw_only=True, validator=attrs.validators.in_((None, *ROLES)))
     json_path: str | None = attrs.field(default=None, kw_only=True, repr=False)
     _dataset: Any = attrs.field(default=None, init=False, repr=False)
 
@@ -194,8 +204,15 @@ class DataConfig:
                     resolved = user_path(params[key], f"{where}.{key}", base_dir, must_exist=npz_file, kind=expected)
                     params[key] = str(resolved)
             components[field] = DataComponentConfig(comp.type, params)
+        split = expect(data.get("split", True), bool, f"{json_path}.split", "true or false")
         config = cls(
-            name=name, type=kind, user_script=user_script, script_dir=script_dir, **components, json_path=json_path
+            name=name,
+            type=kind,
+            user_script=user_script,
+            script_dir=script_dir,
+            **components,
+            split=split,
+            json_path=json_path,
         )
         config._check_static(json_path)
         if container is not None:
@@ -264,7 +281,14 @@ class DataConfig:
             comp = getattr(self, field)
             if comp.type or comp.params:
                 out[field] = comp.to_json()
+        if not self.split:
+            out["split"] = False
         return out
+
+    def for_role(self, role: str) -> DataConfig:
+        """This config yielding only the samples of ``role`` (``"fit"`` or ``"judge"``; see
+        :mod:`olive.data.split`)."""
+        return attrs.evolve(self, role=role, json_path=self.json_path)
 
     def content_hash(self) -> str:
         """sha256 of the config and the bytes of the files it reads (data files, user script).
@@ -272,6 +296,8 @@ class DataConfig:
         Paths alone would let an edited ``.npz`` reuse stale cached results; this changes with the content.
         """
         digest = hashlib.sha256(json.dumps(self.to_json(), sort_keys=True, default=str).encode())
+        if self.role is not None:
+            digest.update(f"role={self.role}".encode())
         files = [self.user_script] if self.user_script else []
         for field in COMPONENT_FIELDS:
             params = getattr(self, field).params
@@ -334,8 +360,30 @@ class DataConfig:
                 params["data_dir"] = None
             dataset = self._call(func, "load_dataset_config", (), params)
             func, params = self.get_component("pre_process_data")
-            self._dataset = self._call(func, "pre_process_data_config", (dataset,), params)
+            dataset = self._call(func, "pre_process_data_config", (dataset,), params)
+            self._dataset = dataset if self.role is None else self._role_part(dataset)
         return self._dataset
+
+    def _role_part(self, dataset: Any) -> SampleSubset:
+        if not (hasattr(dataset, "__len__") and hasattr(dataset, "__getitem__")):
+            raise OliveError(
+                f"passes fit on it and metrics judge on it, and its dataset ({type(dataset).__name__}) has no length "
+                'and indexing to split it by; give the metrics a data config of their own, or set "split": false '
+                "to fit and judge on the same samples",
+                owner=self.where,
+            )
+        try:
+            fit, judge = split_indices(sample_lengths(dataset))
+        except TooFewSamplesError as exc:
+            raise OliveError(
+                f"passes fit on it and metrics judge on it, and it holds {exc}; give more samples, give the metrics "
+                'a data config of their own (olive optimize: --validation-data FILE), or set "split": false to fit '
+                "and judge on the same samples (the results then measure the fit)",
+                owner=self.where,
+            ) from None
+        indices = fit if self.role == FIT else judge
+        logger.debug("%s: %d of %d samples to %s", self.where, len(indices), len(fit) + len(judge), self.role)
+        return SampleSubset(dataset, indices)
 
     def create_dataloader(self, batch_size: int | None = None) -> DataLoader:
         """A re-iterable loader yielding ``(inputs: dict[str, ndarray], labels | None)`` batches."""

@@ -128,7 +128,10 @@ class ModelEvaluator:
         if stored is not None:
             where = dict(stored.get("where") or {})
             placement = dict(stored.get("placement") or {})
-            return EvaluationResult(stored["result"], True, where, time.perf_counter() - start, placement=placement)
+            samples = _sample_counts(stored.get("samples"))
+            return EvaluationResult(
+                stored["result"], True, where, time.perf_counter() - start, placement=placement, samples=samples
+            )
         where: dict[str, Any] = {}
         try:
             with self._measuring(where):
@@ -142,9 +145,14 @@ class ModelEvaluator:
             return EvaluationResult(None, duration=time.perf_counter() - start, error=str(exc), exception=exc)
         metrics = result.to_json()
         placement = _placement(result.metadata)
+        samples = _sample_counts(
+            {name: info.get("num_samples") for name, info in result.metadata.items() if isinstance(info, dict)}
+        )
         if self.cache is not None:
-            self.cache.put_eval(key, {"result": metrics, "where": where, "placement": placement})
-        return EvaluationResult(metrics, False, where, time.perf_counter() - start, placement=placement)
+            self.cache.put_eval(key, {"result": metrics, "where": where, "placement": placement, "samples": samples})
+        return EvaluationResult(
+            metrics, False, where, time.perf_counter() - start, placement=placement, samples=samples
+        )
 
     def release(self) -> None:
         """Let go of what the evaluations of a search share (the reference model's outputs)."""
@@ -182,6 +190,17 @@ class ModelEvaluator:
         return any(
             sub.goal is not None and sub.goal.type != "threshold" for metric in self.metrics for sub in metric.sub_types
         )
+
+
+def _sample_counts(value: Any) -> dict[str, int]:
+    """``{metric name: samples}`` from an evaluation's metadata or a cache entry (read from disk: untrusted)."""
+    if not isinstance(value, dict):
+        return {}
+    return {
+        str(name): count
+        for name, count in value.items()
+        if isinstance(count, int) and not isinstance(count, bool) and count >= 0
+    }
 
 
 def _placement(metadata: dict[str, Any]) -> dict[str, Any]:

@@ -53,6 +53,8 @@ class FootprintNode:
     target: dict[str, Any] | None = None
     #: set on a node that places the model of node ``target_of`` on another target (no pass ran)
     target_of: str | None = None
+    #: metric name -> the number of samples it was measured on (the judging part when a data config is split)
+    samples: dict[str, int] = attrs.Factory(dict)
 
     def to_json(self) -> dict[str, Any]:
         return attrs.asdict(self)

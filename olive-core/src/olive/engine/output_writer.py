@@ -207,6 +207,13 @@ def write_outputs(output: WorkflowOutput, workflow: WorkflowConfig) -> Path:
             },
         )
         metrics = {"best": best.metrics, "model_id": best.model_id}
+        if best.samples:
+            # How many samples each figure stands on (the judging part when a data config was split).
+            metrics["samples"] = best.samples
+        guard = ((best.model_json or {}).get("config") or {}).get("model_attributes", {}).get("accuracy_guard")
+        if isinstance(guard, dict) and isinstance(guard.get("achieved"), dict):
+            # The guard's own check, on the samples it fit on: beside "best", the gap shows how much it flatters.
+            metrics["fit"] = {"accuracy_guard": guard["achieved"], "num_samples": guard.get("num_samples")}
         input_node = output.footprint[0] if output.footprint else None
         if input_node is not None and input_node.metrics is not None:
             metrics["input_model"] = input_node.metrics

@@ -199,6 +199,7 @@ class TrialRecorder:
         # Where timing metrics were measured (host, and whether nothing else of the run used it meanwhile).
         node.timings.update(evaluation.where)
         node.metrics = evaluation.metrics
+        node.samples = dict(evaluation.samples)
         if evaluation.placement and node.target is not None:
             node.target.update(evaluation.placement)
             if evaluation.placement.get("nodes_not_taken_count"):

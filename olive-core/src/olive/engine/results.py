@@ -82,6 +82,7 @@ class EvaluationResult(_CarriesException):
     :param where: where timing metrics were measured (``measured_on``, ``measured_alone``); empty otherwise.
     :param placement: for a session on a plugin execution provider, the nodes each provider took
         (``nodes_by_provider``) and those the target's provider left to another (``nodes_not_taken``).
+    :param samples: metric name -> the number of samples it was measured on (metrics that read data).
     """
 
     metrics: dict[str, Any] | None
@@ -91,6 +92,7 @@ class EvaluationResult(_CarriesException):
     error: str | None = None
     exception: BaseException | None = attrs.field(default=None, eq=False)
     placement: dict[str, Any] = attrs.Factory(dict)
+    samples: dict[str, int] = attrs.Factory(dict)
 
 
 @attrs.frozen

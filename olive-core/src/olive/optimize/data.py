@@ -7,6 +7,9 @@
   it was exported with, or ``--tokenizer DIR``. Tokenized by ``TextDataContainer`` (``olive-passes-torch[hf]``)
   to ``max_length`` tokens, padded, so latency is timed at that length and agreement (``trim_padding``) runs
   each sample at its real length.
+- ``--validation-data``: a second file of the same kinds that the metrics and keeps judge on; then the passes fit
+  on all of ``--data``. Without it, one half of ``--data`` fits and the other judges (:mod:`olive.data.split`:
+  ordered by real length, each pair dealt one to each part; at least 16 samples).
 - nothing: the metrics make seeded synthetic inputs from the model's input specs
   (:func:`olive.measure.synthetic_inputs`; ``--dim_param``/``--dim_value`` size the free dimensions), and the
   accuracy guard, which needs real samples, is left out.
@@ -22,19 +25,31 @@ import attrs
 from olive.data.check import NPZ_CONTAINER, check_npz_config
 from olive.data.config import DataConfig
 from olive.data.npz import LABEL_KEYS, read_npz_headers
+from olive.data.split import MIN_SAMPLES_PER_ROLE
 from olive.exceptions import OliveError, WorkflowConfigError
 from olive.measure.synthetic import concrete_shape
 from olive.model.handler import ONNXModelHandler
 from olive.optimize.facts import TOKENIZER_FILES, ModelFacts
 from olive.plugins.install_hints import missing_data_container_hint
 
-__all__ = ["DATA_NAME", "NPZ_SUFFIX", "TEXT_SUFFIXES", "DataSource", "data_config", "data_source", "synthetic_specs"]
+__all__ = [
+    "DATA_NAME",
+    "NPZ_SUFFIX",
+    "TEXT_SUFFIXES",
+    "VALIDATION_NAME",
+    "DataSource",
+    "data_config",
+    "data_source",
+    "synthetic_specs",
+]
 
 DATA_NAME = "data"
+VALIDATION_NAME = "validation"
 NPZ_SUFFIX = ".npz"
 TEXT_SUFFIXES = (".txt", ".jsonl", ".json", ".csv", ".tsv")
 TEXT_CONTAINER = "TextDataContainer"
 OPTION = "--data"
+VALIDATION_OPTION = "--validation-data"
 
 
 @attrs.frozen
@@ -44,17 +59,72 @@ class DataSource:
     kind: str
     path: Path | None = None
     tokenizer: Path | None = None
+    #: the samples the metrics judge on, when given apart (``--validation-data``)
+    validation: DataSource | None = None
 
     @property
     def synthetic(self) -> bool:
         return self.kind == "synthetic"
 
+    @property
+    def split(self) -> bool:
+        """One file for both roles: the engine splits it into a fitting and a judging half."""
+        return not self.synthetic and self.validation is None
+
 
 def data_source(
-    data: Path | None, facts: ModelFacts, containers: frozenset[str], tokenizer: Path | None = None
+    data: Path | None,
+    facts: ModelFacts,
+    containers: frozenset[str],
+    tokenizer: Path | None = None,
+    validation: Path | None = None,
+    max_samples: int | None = None,
 ) -> DataSource:
-    """Check ``--data`` (and ``--tokenizer``) against the model; raises :class:`WorkflowConfigError` owned by the
-    option, saying what to give instead."""
+    """Check ``--data``, ``--validation-data`` (and ``--tokenizer``) against the model; raises
+    :class:`WorkflowConfigError` owned by the option, saying what to give instead."""
+    source = _one_source(data, facts, containers, tokenizer, OPTION)
+    if validation is not None and not source.synthetic:
+        text = validation.suffix.lower() in TEXT_SUFFIXES
+        judged = _one_source(validation, facts, containers, tokenizer if text else None, VALIDATION_OPTION)
+        return attrs.evolve(source, validation=judged)
+    if source.split:
+        _check_split_count(source, max_samples)
+    return source
+
+
+def _check_split_count(source: DataSource, max_samples: int | None) -> None:
+    """Enough samples to give the fitting and the judging half each their own (counted where that is cheap: an
+    .npz's headers, a .txt's or .jsonl's lines)."""
+    assert source.path is not None
+    count = _sample_count(source.path)
+    if count is None:
+        return
+    if max_samples:
+        count = min(count, max_samples)
+    if count < 2 * MIN_SAMPLES_PER_ROLE:
+        raise WorkflowConfigError(
+            f"'{source.path.name}' gives {count} sample(s); half of --data fits (the guard's choices, calibration) and "
+            f"half judges (the figures and the keeps), which needs at least {2 * MIN_SAMPLES_PER_ROLE} "
+            f"({MIN_SAMPLES_PER_ROLE} each): give more samples, or give the samples to judge on apart with "
+            "--validation-data FILE",
+            owner=OPTION,
+        )
+
+
+def _sample_count(path: Path) -> int | None:
+    suffix = path.suffix.lower()
+    if suffix == NPZ_SUFFIX:
+        shapes = [shape for shape, _ in read_npz_headers(path).values() if shape]
+        return shapes[0][0] if shapes else None
+    if suffix in (".txt", ".jsonl"):
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            return sum(1 for line in handle if line.strip())
+    return None
+
+
+def _one_source(
+    data: Path | None, facts: ModelFacts, containers: frozenset[str], tokenizer: Path | None, option: str
+) -> DataSource:
     if tokenizer is not None:
         tokenizer = tokenizer.expanduser().resolve()
         if not tokenizer.is_dir() or not any((tokenizer / name).is_file() for name in TOKENIZER_FILES):
@@ -76,37 +146,37 @@ def data_source(
         raise WorkflowConfigError(
             f"'{data}' is not a file{hint} (an .npz of arrays keyed by input name, or a text file: .txt one sample "
             "per line, .jsonl with a text field, when the model has a tokenizer)",
-            owner=OPTION,
+            owner=option,
         )
     path = path.resolve()
     suffix = path.suffix.lower()
     if suffix == NPZ_SUFFIX:
-        _check_npz(path, facts)
+        _check_npz(path, facts, option)
         return DataSource("npz", path)
     if suffix in TEXT_SUFFIXES:
         if TEXT_CONTAINER not in containers:
             hint = missing_data_container_hint(TEXT_CONTAINER) or f"no installed distribution offers {TEXT_CONTAINER}"
-            raise WorkflowConfigError(f"text data is tokenized by {hint}; or give an .npz", owner=OPTION)
+            raise WorkflowConfigError(f"text data is tokenized by {hint}; or give an .npz", owner=option)
         found = tokenizer or facts.tokenizer_dir
         if found is None:
             raise WorkflowConfigError(
                 f"'{data}' is text, and '{facts.path.name}' has no tokenizer beside it; give --tokenizer DIR (the "
                 "folder tokenizer.save_pretrained wrote), or an .npz of token arrays keyed by input name",
-                owner=OPTION,
+                owner=option,
             )
         return DataSource("text", path, found)
     raise WorkflowConfigError(
         f"'{data}': a {suffix or 'file without a suffix'} is not read; give an .npz (arrays keyed by input name) or "
         f"text ({', '.join(TEXT_SUFFIXES)})",
-        owner=OPTION,
+        owner=option,
     )
 
 
-def _check_npz(path: Path, facts: ModelFacts) -> None:
+def _check_npz(path: Path, facts: ModelFacts, option: str = "--data") -> None:
     """The rules ``olive run --dry-run`` applies to an ``.npz`` (readable without unpickling; names, ranks, fixed
     dimensions and dtypes against the model's inputs), with errors owned by the option."""
     config = DataConfig.from_json(
-        {"name": DATA_NAME, "type": NPZ_CONTAINER, "load_dataset_config": {"data_path": str(path)}}, json_path=OPTION
+        {"name": DATA_NAME, "type": NPZ_CONTAINER, "load_dataset_config": {"data_path": str(path)}}, json_path=option
     )
     try:
         if facts.is_onnx:
@@ -115,28 +185,30 @@ def _check_npz(path: Path, facts: ModelFacts) -> None:
         # A model not converted yet: its plugin names the inputs, but their ranks and dtypes are the converter's.
         keys = set(read_npz_headers(path)) - set(LABEL_KEYS)
     except OliveError as exc:
-        raise WorkflowConfigError(exc.reason, owner=OPTION) from None
+        raise WorkflowConfigError(exc.reason, owner=option) from None
     missing = [name for name, _, _ in facts.inputs if name not in keys]
     if missing:
         raise WorkflowConfigError(
             f"'{path.name}' has no array for input(s) {', '.join(missing)} (it holds {', '.join(sorted(keys))}); "
             "give one array per model input, keyed by its name",
-            owner=OPTION,
+            owner=option,
         )
 
 
-def data_config(source: DataSource, max_samples: int, batch_size: int, max_length: int) -> dict[str, Any] | None:
+def data_config(
+    source: DataSource, max_samples: int, batch_size: int, max_length: int, name: str = DATA_NAME
+) -> dict[str, Any] | None:
     """The workflow's data config for ``source`` (None for synthetic inputs)."""
     if source.kind == "npz":
         return {
-            "name": DATA_NAME,
+            "name": name,
             "type": NPZ_CONTAINER,
             "load_dataset_config": {"data_path": str(source.path), "max_samples": max_samples},
             "dataloader_config": {"batch_size": batch_size},
         }
     if source.kind == "text":
         return {
-            "name": DATA_NAME,
+            "name": name,
             "type": TEXT_CONTAINER,
             "load_dataset_config": {"data_path": str(source.path), "max_samples": max_samples},
             "pre_process_data_config": {

@@ -166,7 +166,10 @@ class OptimizeOptions:
     :param block_size: int4 block size.
     :param providers: execution providers to search (empty: the device's default); ``"all"`` is every
         installed one that offers the device.
-    :param data: a file of samples (``.npz`` keyed by input name, or text when the model has a tokenizer).
+    :param data: a file of samples (``.npz`` keyed by input name, or text when the model has a tokenizer); the
+        passes fit on one half of it and the metrics judge on the other, unless ``validation_data`` is given.
+    :param validation_data: a file of samples the metrics and keeps judge on (then the passes fit on all of
+        ``data``).
     :param fusion: transformer fusion: None decides from the model, False never, True always.
     :param quantize_only: ``olive quantize``: no graph rewrites.
     """
@@ -185,6 +188,7 @@ class OptimizeOptions:
     device: str = "cpu"
     max_time: float | None = None
     data: Path | None = None
+    validation_data: Path | None = None
     tokenizer: Path | None = None
     max_samples: int = DEFAULT_MAX_SAMPLES
     batch_size: int = 1
@@ -255,6 +259,11 @@ class OptimizeOptions:
             raise WorkflowConfigError(
                 "olive quantize with fp32 leaves nothing to do; use int8, int4 or fp16, or run olive optimize",
                 owner="--precision",
+            )
+        if self.validation_data is not None and self.data is None:
+            raise WorkflowConfigError(
+                "judging data is for a model fit on --data; give --data FILE too (the passes fit on it)",
+                owner="--validation-data",
             )
         names = [k.metric for k in self.keeps]
         twice = sorted({n for n in names if names.count(n) > 1})

@@ -23,13 +23,18 @@ that searched, say, the calibration method too would quietly triple). The search
 - **For this CPU**: int8 weights are 7-bit (``reduce_range``) where onnxruntime's CPU int8 MatMul adds pairs of
   products in 16 bits (x86-64 without VNNI or AMX), as onnxruntime advises there; 8-bit elsewhere, where 7 bits
   only cost precision. The plan says which, and why.
+- **Fit and judge on different samples**: the passes (calibration, the guard's choices) fit on one half of
+  ``--data`` and every figure and keep is measured on the other (:mod:`olive.data.split`), or on
+  ``--validation-data`` when given, so the promise holds on samples the search did not fit on.
 - **Judge** every candidate against the input model: latency as a ratio of medians timed in alternating rounds
   with it (``ratio_p50``), agreement (``--keep``, as goals), size.
-- **Choose**: the fastest candidate that meets every keep; with ``--latency-budget R``, the one that agrees
-  best (first keep first) among those within ``R`` times the input's latency. With a budget and data, the
-  guard's target on the first keep is searched (``OnnxSensitivityAnalysis`` first, run once), so the search
-  spends the budget on float nodes that buy agreement: the calibration data's worst sample is an optimistic
-  estimate of the worst unseen one.
+- **Choose**: the fastest candidate that meets every keep on the judging samples. A guard that meets its
+  target on the samples it fit on can miss on the others (its worst fitted sample is an optimistic estimate of
+  the worst unseen one), so the guard's targets are searched from the keeps towards a perfect score, every keep
+  tightened alike, loosest first (``OnnxSensitivityAnalysis`` first, run once): the search stops at the first
+  model that keeps everything on the judging samples, or reports the closest. With ``--latency-budget R``, the
+  one that agrees best (first keep first) among those within ``R`` times the input's latency; the guard's target
+  on the first keep is searched, so the search spends the budget on float nodes that buy agreement.
 - **Where**: every ``--provider`` is a target the candidates are measured on; a plugin provider's options
   with search values (OpenVINO's precision hint) are searched.
 """
@@ -41,9 +46,10 @@ from typing import Any
 
 import attrs
 
+from olive.data.split import SPLIT_RULE
 from olive.exceptions import WorkflowConfigError
 from olive.hardware.cpu import REDUCE_RANGE_REASON
-from olive.optimize.data import DATA_NAME, DataSource, data_config, synthetic_specs
+from olive.optimize.data import DATA_NAME, VALIDATION_NAME, DataSource, data_config, synthetic_specs
 from olive.optimize.facts import ModelFacts
 from olive.optimize.keep import CLASSIFIER_KEEPS, EMBEDDING_KEEPS, GUARD_METRICS, Keep
 from olive.optimize.options import DEFAULT_MAX_LENGTH, OptimizeOptions
@@ -128,6 +134,17 @@ def guard_targets(keep: Keep) -> list[float]:
     return list(dict.fromkeys(values))
 
 
+def _tightened(keeps: list[Keep]) -> list[list[float]]:
+    """The guard's target values at each of ``GUARD_TARGET_STEPS``, every keep moved the same fraction of the way
+    towards a perfect score (loosest first, repeats dropped)."""
+    steps = []
+    for step in GUARD_TARGET_STEPS:
+        values = [round(k.value + ((1.0 if k.higher_is_better else 0.0) - k.value) * step, 6) for k in keeps]
+        if values not in steps:
+            steps.append(values)
+    return steps
+
+
 def build_workflow(facts: ModelFacts, options: OptimizeOptions, installed: Installed, data: DataSource) -> Recipe:
     """The workflow for ``facts`` under ``options`` with what ``installed`` offers (see the module docstring)."""
     notes: list[str] = []
@@ -172,6 +189,10 @@ def build_workflow(facts: ModelFacts, options: OptimizeOptions, installed: Insta
             "--precision int8, int4 or fp16",
             owner="--precision",
         )
+    if data.split:
+        notes.append(f"--data: {SPLIT_RULE} (give --validation-data FILE to judge on other samples)")
+    elif data.validation is not None:
+        notes.append("the passes fit on --data; every figure and keep is measured on --validation-data")
     if data.synthetic:
         notes.append(
             "no --data: agreement is measured on synthetic inputs made from the model's input specs, which says "
@@ -200,9 +221,21 @@ def build_workflow(facts: ModelFacts, options: OptimizeOptions, installed: Insta
         "output_dir": str(options.output_dir),
         "log_severity_level": 2,
     }
-    config = data_config(data, options.max_samples, options.batch_size, _max_length(facts, options, data))
+    max_length = _max_length(facts, options, data)
+    config = data_config(data, options.max_samples, options.batch_size, max_length)
     if config is not None:
         workflow["data_configs"].append(config)
+    if data.validation is not None:
+        judged = data_config(data.validation, options.max_samples, options.batch_size, max_length, VALIDATION_NAME)
+        if judged is not None:
+            workflow["data_configs"].append(judged)
+    if (
+        "quantize" in passes
+        and isinstance(passes["quantize"].get("target_value"), dict)
+        and options.latency_budget is None
+    ):
+        # The guard's targets run loosest first: the first model that keeps everything is the fastest that does.
+        workflow["search_strategy"]["stop_when_goals_met"] = True
     return Recipe(workflow, tuple(keeps), options.latency_budget, tuple(notes), data.synthetic)
 
 
@@ -369,13 +402,26 @@ def _add_quantization(
     # command names what it reached and at what latency.
     guard_only = {"max_fp32_nodes": MAX_FP32_NODES, "on_target_missed": "best"}
     targets = list(aims)
-    if options.latency_budget is not None and not _missing("OnnxSensitivityAnalysis", installed):
+    if not _missing("OnnxSensitivityAnalysis", installed):
         first = targets[0]
         passes["sensitivity"] = {
             "type": "OnnxSensitivityAnalysis",
             **common,
             "metric": first.metric,
         }
+    if options.latency_budget is None:
+        # Every keep tightened alike, step by step: what the judging samples miss can be the mean as well as the
+        # worst sample.
+        steps = _tightened(targets)
+        passes["quantize"] = {
+            "type": guard,
+            **common,
+            "target_metric": [k.metric for k in targets],
+            "target_value": {"olive_parameter_type": "SearchParameter", "type": "Categorical", "support": steps},
+            **guard_only,
+        }
+        return
+    if "sensitivity" in passes:
         searched = guard_targets(first)
         others = targets[1:]
         passes["quantize"] = {
@@ -467,7 +513,8 @@ def _metrics(
     facts: ModelFacts, options: OptimizeOptions, data: DataSource, keeps: tuple[Keep, ...]
 ) -> list[dict[str, Any]]:
     fastest = options.latency_budget is None
-    data_ref = {} if data.synthetic else {"data_config": DATA_NAME}
+    judged = VALIDATION_NAME if data.validation is not None else DATA_NAME
+    data_ref = {} if data.synthetic else {"data_config": judged}
     specs = synthetic_specs(facts, options.dim_values) if data.synthetic else None
     user_config = {"user_config": dict(specs)} if specs else {}
     ratio: dict[str, Any] = {"name": "ratio_p50"}

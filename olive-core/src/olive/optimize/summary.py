@@ -17,15 +17,17 @@ if TYPE_CHECKING:
     from olive.engine.footprint import FootprintNode
     from olive.engine.output import WorkflowOutput
 
-__all__ = ["RATIO_KEY", "SIZE_KEY", "closest_miss", "comparison_lines", "search_cut_short"]
+__all__ = ["RATIO_KEY", "SIZE_KEY", "closest_miss", "comparison_lines", "fit_figures", "search_cut_short"]
 
 RATIO_KEY = "latency-ratio_p50"
+#: the name of the agreement metric ``olive optimize`` writes (its values are ``agreement-<keep metric>``)
+AGREEMENT_METRIC = "agreement"
 SIZE_KEY = "size-bytes"
 _MIB = 1 << 20
 
 
 def _agreement_key(keep: Keep) -> str:
-    return f"agreement-{keep.metric}"
+    return f"{AGREEMENT_METRIC}-{keep.metric}"
 
 
 def _number(value: float, metric: str) -> str:
@@ -75,8 +77,35 @@ def comparison_lines(output: WorkflowOutput, keeps: tuple[Keep, ...]) -> list[st
         if value is not None:
             kept.append(f"{keep.metric} {_number(value, keep.metric)} (keep {keep.op} {keep.value!r})")
     if kept:
-        lines.append("agreement with the input: " + ", ".join(kept))
+        count = best.samples.get(AGREEMENT_METRIC)
+        on = f" on {count} held-out sample(s)" if count else ""
+        lines.append(f"agreement with the input{on}: " + ", ".join(kept))
+    fit = fit_figures(best, keeps)
+    if fit:
+        lines.append(fit)
     return lines
+
+
+def fit_figures(node: FootprintNode, keeps: tuple[Keep, ...]) -> str | None:
+    """What the accuracy guard measured on the samples it fit on, beside the held-out figures: the gap between
+    the two is how much the fit flatters the model."""
+    attributes = ((node.model_json or {}).get("config") or {}).get("model_attributes") or {}
+    guard = attributes.get("accuracy_guard")
+    if not isinstance(guard, dict) or not isinstance(guard.get("achieved"), dict):
+        return None
+    achieved = guard["achieved"]
+    shown = [
+        f"{k.metric} {_number(float(achieved[k.metric]), k.metric)}"
+        for k in keeps
+        if isinstance(achieved.get(k.metric), int | float) and not isinstance(achieved.get(k.metric), bool)
+    ]
+    if not shown:
+        return None
+    count = guard.get("num_samples")
+    on = f" on the {count} sample(s) it fit on" if isinstance(count, int) and not isinstance(count, bool) else ""
+    floats = guard.get("fp32_nodes")
+    kept = f", {len(floats)} node(s) kept in float" if isinstance(floats, list) else ""
+    return f"the guard's own check{on}: " + ", ".join(shown) + kept
 
 
 def closest_miss(output: WorkflowOutput, keeps: tuple[Keep, ...], budget: float | None) -> str:
@@ -129,9 +158,11 @@ def closest_miss(output: WorkflowOutput, keeps: tuple[Keep, ...], budget: float 
     tries.append("give more representative --data" if any(k.metric == "cosine_min" for k in keeps) else "")
     tries.append("or try --precision fp16")
     advice = ", ".join(t for t in tries if t)
+    count = closest.samples.get(AGREEMENT_METRIC)
+    held = f" on {count} held-out sample(s)" if count else ""
     return (
         f"no candidate keeps {wanted}: the closest ({_chain(output, closest)}) reached {reached or 'no agreement'}"
-        f"{at}; {advice}"
+        f"{held}{at}; {advice}"
     )
 
 

@@ -22,6 +22,9 @@ FOOTPRINT_FILE = "footprint.json"
 METRICS_FILE = "metrics.json"
 MODEL_CONFIG_FILE = "model_config.json"
 INPUT_MODEL_ID = "input_model"
+#: metric keys ``"guard fit-cosine_min"``...: what an accuracy guard measured on the samples it fit on, shown
+#: beside the evaluator's figures (measured on samples it did not fit on) so the gap is visible
+FIT_PREFIX = "guard fit-"
 
 
 @attrs.frozen
@@ -259,7 +262,7 @@ def report_data_from_footprint(
         objectives=_objectives(footprint.get("objectives")),
         best_model_id=footprint.get("best_model_id"),
         reason=footprint.get("reason"),
-        nodes=[dict(n) for n in nodes],
+        nodes=[_with_fit_figures(dict(n)) for n in nodes],
         output_model=output_model,
         olive_core_version=olive_core_version,
         goals=dict(goals or {}),
@@ -267,6 +270,26 @@ def report_data_from_footprint(
         deploy=list(deploy or []),
         searched_params=_searched_params(footprint.get("searched_params")),
     )
+
+
+def _with_fit_figures(node: dict[str, Any]) -> dict[str, Any]:
+    """``node`` with its model's accuracy-guard figures (``model_attributes["accuracy_guard"]["achieved"]``) as
+    metrics keyed ``FIT_PREFIX + measure``, when it has an evaluation to stand beside. Read from a file: anything
+    that is not a number is left out."""
+    if not node.get("metrics"):
+        return node
+    config = (node.get("model_json") or {}).get("config") if isinstance(node.get("model_json"), Mapping) else None
+    attributes = config.get("model_attributes") if isinstance(config, Mapping) else None
+    guard = attributes.get("accuracy_guard") if isinstance(attributes, Mapping) else None
+    achieved = guard.get("achieved") if isinstance(guard, Mapping) else None
+    if not isinstance(achieved, Mapping):
+        return node
+    figures = {
+        f"{FIT_PREFIX}{name}": {"value": float(value), "priority": -1, "higher_is_better": name != "max_abs_diff"}
+        for name, value in achieved.items()
+        if isinstance(value, int | float) and not isinstance(value, bool)
+    }
+    return {**node, "metrics": {**node["metrics"], **figures}} if figures else node
 
 
 def _searched_params(raw: Any) -> dict[str, list[str]] | None:

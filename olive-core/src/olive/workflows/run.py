@@ -34,6 +34,7 @@ from olive.model.handler import ONNXModelHandler
 from olive.paths import system_folder_reason
 from olive.search.samplers import BUILTIN_SAMPLERS, available_samplers
 from olive.workflows.config import load_workflow_config
+from olive.workflows.data_roles import SharedData, assign_data_roles, shared_data
 
 if TYPE_CHECKING:
     from olive.engine.output import WorkflowOutput
@@ -56,6 +57,8 @@ class PreparedWorkflow:
     execution_providers: list[str]
     #: every target candidates are evaluated on; the first is ``accelerator``
     targets: list[AcceleratorSpec] = attrs.Factory(list)
+    #: the data configs that passes fit on and metrics judge on (split unless ``"split": false``)
+    shared_data: tuple[SharedData, ...] = ()
 
     def search_space_sizes(self) -> dict[str, int]:
         return {plan.key: plan.size() for plan in self.plans}
@@ -142,6 +145,8 @@ def strategy_executor(workflow: WorkflowConfig) -> str:
 def prepare(config_or_path: Any, **overrides: Any) -> PreparedWorkflow:
     """Validate the workflow and resolve every pass config; raises before anything runs."""
     workflow = load_workflow_config(config_or_path, **overrides)
+    shared = tuple(shared_data(workflow))
+    workflow = assign_data_roles(workflow)
     reason = system_folder_reason(workflow.cache_dir)
     if reason is not None:
         raise WorkflowConfigError(
@@ -175,7 +180,7 @@ def prepare(config_or_path: Any, **overrides: Any) -> PreparedWorkflow:
                 f"search_strategy.sampler: unknown sampler '{strategy.sampler}'"
                 f"{closest_match_hint(strategy.sampler, samplers)}; use one of {', '.join(samplers)}"
             )
-    return PreparedWorkflow(workflow, plans, accelerator, providers, targets)
+    return PreparedWorkflow(workflow, plans, accelerator, providers, targets, shared)
 
 
 def run(
@@ -227,6 +232,9 @@ def _execute(prepared: PreparedWorkflow, show_progress: bool) -> WorkflowOutput:
 
 def _run_engine(prepared: PreparedWorkflow, cache: CacheStore, show_progress: bool) -> WorkflowOutput:
     workflow = prepared.workflow
+    for shared in prepared.shared_data:
+        # Once per run, as it changes what every figure of the run is measured on.
+        (logger.info if shared.split else logger.warning)("%s", shared.describe())
     evaluator = ModelEvaluator.for_workflow(
         workflow,
         prepared.execution_providers,

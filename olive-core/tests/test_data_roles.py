@@ -1,0 +1,130 @@
+"""Two roles for data: a data config that a pass fits on and a metric judges on gives each its own samples
+(:mod:`olive.data.split`), deterministically, stratified by real length, and says so; too few samples is one
+clear error before anything runs; ``"split": false`` opts out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from engine_support import agreement_metric, base_workflow, with_evaluator
+
+import olive
+from olive.cli.main import cli
+from olive.data.split import MIN_SAMPLES_PER_ROLE, TooFewSamplesError, split_indices
+from olive.exceptions import WorkflowConfigError
+from olive.workflows.run import prepare
+
+pytestmark = pytest.mark.usefixtures("engine_registry")
+
+
+def _numbered(path: Path, rows: int) -> Path:
+    """MLP inputs whose first value is the sample's number, so a sample can be told from its data."""
+    inputs = np.random.default_rng(0).standard_normal((rows, 16)).astype(np.float32)
+    inputs[:, 0] = np.arange(rows)
+    np.savez(path, input=inputs)
+    return path
+
+
+def _shared_workflow(tmp_path: Path, rows: int = 32, **data_options) -> dict:
+    data = _numbered(tmp_path / "data.npz", rows)
+    workflow = base_workflow(tmp_path, passes={"fit": {"type": "FitOnData", "data_config": "calib"}})
+    return with_evaluator(workflow, agreement_metric(goal=0.5), data=data, **data_options)
+
+
+def _first_values(config) -> list[float]:
+    return [float(v) for inputs, _ in config.create_dataloader(batch_size=1) for v in inputs["input"][:, 0]]
+
+
+def test_split_is_disjoint_complete_deterministic_and_stratified_by_length() -> None:
+    rng = np.random.default_rng(1)
+    lengths = [int(n) for n in rng.integers(3, 120, size=41)]
+    fit, judge = split_indices(lengths)
+    assert not set(fit) & set(judge)
+    assert sorted(fit + judge) == list(range(41))
+    assert (len(fit), len(judge)) == (21, 20)
+    assert split_indices(lengths) == (fit, judge)
+    assert split_indices(lengths, seed=1) != (fit, judge)
+    # Dealt pairwise in length order: the two parts' lengths, sorted, never drift apart by more than a pair.
+    fit_lengths, judge_lengths = sorted(lengths[i] for i in fit), sorted(lengths[i] for i in judge)
+    by_length = sorted(lengths)
+    for k, (a, b) in enumerate(zip(fit_lengths, judge_lengths, strict=False)):
+        assert by_length[2 * k] <= min(a, b) and max(a, b) <= by_length[2 * k + 1]
+
+
+def test_split_needs_enough_samples_for_both_parts() -> None:
+    with pytest.raises(TooFewSamplesError, match=r"15 sample\(s\), too few .*at least 16: 8 each"):
+        split_indices([1] * (2 * MIN_SAMPLES_PER_ROLE - 1))
+    fit, judge = split_indices([1] * (2 * MIN_SAMPLES_PER_ROLE))
+    assert len(fit) == len(judge) == MIN_SAMPLES_PER_ROLE
+
+
+def test_a_shared_data_config_gives_the_pass_one_half_and_the_metrics_the_other(tmp_path: Path) -> None:
+    prepared = prepare(_shared_workflow(tmp_path))
+    fitting = prepared.workflow.passes["fit"][0].params["data_config"]
+    judging = prepared.workflow.data_configs["calib"]
+    assert (fitting.role, judging.role) == ("fit", "judge")
+    fit, judge = _first_values(fitting), _first_values(judging)
+    assert len(fit) == len(judge) == 16
+    assert sorted(fit + judge) == [float(i) for i in range(32)]
+    # The two parts are different data to the caches too.
+    assert fitting.content_hash() != judging.content_hash()
+    [shared] = prepared.shared_data
+    assert (shared.name, shared.passes, shared.metrics, shared.split) == ("calib", ("fit",), ("agree",), True)
+
+    output = olive.run(prepared)
+    assert output.best is not None
+    seen = json.loads((Path(output.get_node(output.best.model_id).model_path).parent / "seen.json").read_text())
+    assert seen == fit
+    # The agreement was measured on the judging half only.
+    assert output.best.samples == {"agree": 16}
+
+
+def test_split_false_fits_and_judges_on_every_sample_and_says_what_that_measures(tmp_path: Path) -> None:
+    prepared = prepare(_shared_workflow(tmp_path, rows=8, split=False))
+    fitting = prepared.workflow.passes["fit"][0].params["data_config"]
+    assert fitting is prepared.workflow.data_configs["calib"]
+    assert _first_values(fitting) == [float(i) for i in range(8)]
+    [shared] = prepared.shared_data
+    assert "measure the fit" in shared.describe()
+
+
+def test_data_used_in_one_role_only_is_not_split(tmp_path: Path) -> None:
+    workflow = _shared_workflow(tmp_path, rows=8)
+    workflow["data_configs"].append({**workflow["data_configs"][0], "name": "judge"})
+    workflow["evaluators"]["common"]["metrics"][0]["data_config"] = "judge"
+    prepared = prepare(workflow)
+    assert prepared.shared_data == ()
+    assert _first_values(prepared.workflow.passes["fit"][0].params["data_config"]) == [float(i) for i in range(8)]
+    assert len(_first_values(prepared.workflow.data_configs["judge"])) == 8
+
+
+def test_too_few_samples_to_split_is_exit_2_naming_the_data_config_and_the_ways_out(tmp_path: Path) -> None:
+    config = tmp_path / "wf.json"
+    config.write_text(json.dumps(_shared_workflow(tmp_path, rows=10)))
+    result = CliRunner().invoke(cli, ["run", str(config), "--dry-run"])
+    assert result.exit_code == 2, result.output
+    [line] = [line for line in result.output.splitlines() if line.strip()]
+    assert line.startswith("Error: data_configs[0]: passes fit on it and metrics judge on it"), line
+    assert "holds 10 sample(s)" in line and '"split": false' in line and "data config of their own" in line
+    with pytest.raises(WorkflowConfigError):
+        prepare(_shared_workflow(tmp_path, rows=10))
+    assert not (tmp_path / "out").exists()
+
+
+def test_dry_run_states_the_split_rule(tmp_path: Path) -> None:
+    config = tmp_path / "wf.json"
+    config.write_text(json.dumps(_shared_workflow(tmp_path)))
+    result = CliRunner().invoke(cli, ["run", str(config), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "data: data config 'calib': passes fit fit on it and metrics agree judge on it, each on its own" in text
+    assert "ordered by real length" in text and "seed 0" in text
+
+
+def test_split_must_be_a_boolean(tmp_path: Path) -> None:
+    with pytest.raises(WorkflowConfigError, match=r"data_configs\[0\]\.split: expected true or false"):
+        prepare(_shared_workflow(tmp_path, split="yes"))
