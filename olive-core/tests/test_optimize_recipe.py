@@ -7,7 +7,6 @@ The workflows themselves run in ``e2e/test_optimize.py`` (the quant and graph pa
 from __future__ import annotations
 
 import itertools
-import itertools
 import math
 from pathlib import Path
 
