@@ -126,6 +126,7 @@ def test_optimize_keeps_what_it_promises_on_the_samples_it_judges_on(case: dict[
     assert best["samples"]["agreement"] == 32
     assert f"cosine_min {reported:.4f}" in text and "on 32 held-out sample(s)" in text
     assert "the guard's own check on the 32 sample(s) it fit on" in text
+    assert "an unseen sample does worse about 1 time in 33" in text
 
 
 def test_one_data_file_is_split_and_the_split_is_stated(case: dict[str, Path]) -> None:

@@ -89,8 +89,6 @@ def check_npz_config(config: DataConfig, io_config: dict[str, Any], exact: bool 
             "row per sample",
             owner=where,
         )
-    if config.role is not None:
-        _check_split_count(config, next(iter(lengths.values())), params.get("max_samples"))
     batch_size = config.dataloader_config.params.get("batch_size")
     rows = min(next(iter(lengths.values())), batch_size if isinstance(batch_size, int) and batch_size > 0 else 1)
     batch = {key: ((rows, *shape[1:]), dtype) for key, (shape, dtype) in inputs.items()}
@@ -98,6 +96,9 @@ def check_npz_config(config: DataConfig, io_config: dict[str, Any], exact: bool 
         check_feed_specs(batch, io_config, f"data config '{config.name}' ('{path}')", "the input model", cast=not exact)
     except OliveError as exc:
         raise WorkflowConfigError(exc.reason, owner=where) from None
+    if config.role is not None:
+        # After the arrays fit the model: a file that does not is the problem to fix first.
+        _check_split_count(config, next(iter(lengths.values())), params.get("max_samples"))
 
 
 def _check_split_count(config: DataConfig, rows: int, max_samples: Any) -> None:

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 __all__ = ["RATIO_KEY", "SIZE_KEY", "closest_miss", "comparison_lines", "fit_figures", "search_cut_short"]
 
 RATIO_KEY = "latency-ratio_p50"
+#: keeps on the worst sample, whose figure over n samples an unseen sample passes with probability 1 / (n + 1)
+WORST_CASE = ("cosine_min", "max_abs_diff")
 #: the name of the agreement metric ``olive optimize`` writes (its values are ``agreement-<keep metric>``)
 AGREEMENT_METRIC = "agreement"
 SIZE_KEY = "size-bytes"
@@ -80,6 +82,12 @@ def comparison_lines(output: WorkflowOutput, keeps: tuple[Keep, ...]) -> list[st
         count = best.samples.get(AGREEMENT_METRIC)
         on = f" on {count} held-out sample(s)" if count else ""
         lines.append(f"agreement with the input{on}: " + ", ".join(kept))
+        if count and any(k.metric in WORST_CASE for k in keeps):
+            # Distribution-free: an unseen sample is the worst of count + 1 exchangeable ones with this chance.
+            lines.append(
+                f"a worst-sample figure over {count} samples: an unseen sample does worse about 1 time in "
+                f"{count + 1} ({100 / (count + 1):.0f}%); more --data narrows that"
+            )
     fit = fit_figures(best, keeps)
     if fit:
         lines.append(fit)
