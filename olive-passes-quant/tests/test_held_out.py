@@ -127,6 +127,13 @@ def test_optimize_keeps_what_it_promises_on_the_samples_it_judges_on(case: dict[
     assert f"cosine_min {reported:.4f}" in text and "on 32 held-out sample(s)" in text
     assert "the guard's own check on the 32 sample(s) it fit on" in text
     assert "an unseen sample does worse about 1 time in 33" in text
+    # Both figures, in the files too: held out (with its sample count) and the guard's fit.
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["samples"]["agreement"] == 32
+    assert metrics["fit"]["num_samples"] == 32
+    assert metrics["fit"]["accuracy_guard"]["cosine_min"] > metrics["best"]["agreement-cosine_min"]["value"] - 1e-3
+    report = (out / "report.html").read_text()
+    assert "guard fit-cosine_min" in report and "agreement-cosine_min" in report
 
 
 def test_one_data_file_is_split_and_the_split_is_stated(case: dict[str, Path]) -> None:
