@@ -206,10 +206,16 @@ class FitOnData(Pass):
         return result
 
 
+class ReadExamples(FitOnData):
+    """FitOnData that only reads its samples as example inputs (``fits_on_data = False``), like a conversion."""
+
+    fits_on_data = False
+
+
 def make_registry() -> PassRegistry:
     """A registry offering every pass of this module under its class name."""
     registry = PassRegistry(entry_points=False)
-    for pass_class in (AddMatMuls, ScaleOutput, NoOp, Inspect, PerDevice, CrashOnce, FitOnData):
+    for pass_class in (AddMatMuls, ScaleOutput, NoOp, Inspect, PerDevice, CrashOnce, FitOnData, ReadExamples):
         registry.register(pass_class, name=pass_class.__name__)
     return registry
 

@@ -128,3 +128,23 @@ def test_dry_run_states_the_split_rule(tmp_path: Path) -> None:
 def test_split_must_be_a_boolean(tmp_path: Path) -> None:
     with pytest.raises(WorkflowConfigError, match=r"data_configs\[0\]\.split: expected true or false"):
         prepare(_shared_workflow(tmp_path, split="yes"))
+
+
+def test_a_pass_that_reads_samples_only_as_examples_gets_them_whole_and_causes_no_split(tmp_path: Path) -> None:
+    workflow = _shared_workflow(tmp_path, rows=8)
+    workflow["passes"] = {"convert": {"type": "ReadExamples", "data_config": "calib"}}
+    prepared = prepare(workflow)
+    assert prepared.shared_data == ()
+    assert _first_values(prepared.workflow.passes["convert"][0].params["data_config"]) == [float(i) for i in range(8)]
+    assert prepared.workflow.data_configs["calib"].role is None
+    # Beside a pass that fits, it still reads every sample, and only the fitting pass gets the fitting half.
+    workflow = _shared_workflow(tmp_path, rows=32)
+    workflow["passes"] = {
+        "convert": {"type": "ReadExamples", "data_config": "calib"},
+        "fit": {"type": "FitOnData", "data_config": "calib"},
+    }
+    prepared = prepare(workflow)
+    [shared] = prepared.shared_data
+    assert shared.passes == ("fit",)
+    assert prepared.workflow.passes["convert"][0].params["data_config"].role is None
+    assert prepared.workflow.passes["fit"][0].params["data_config"].role == "fit"

@@ -281,7 +281,7 @@ def test_defaults_on_a_transformer_with_data_guard_int8_unfused_and_pick_the_fas
     recipe = build_workflow(bert, options(tmp_path), ALL, bert_npz)
     workflow = recipe.workflow
     # int8 on the CPU: the unfused graph measured faster than the fused one (benchmarks/bench_optimize.py)
-    assert list(workflow["passes"]) == ["sensitivity", "quantize"]
+    assert list(workflow["passes"]) == ["quantize"]
     assert any("no transformer fusion" in note for note in recipe.notes)
     guard = workflow["passes"]["quantize"]
     assert guard["type"] == "OnnxAccuracyGuardedQuantization"
@@ -292,7 +292,6 @@ def test_defaults_on_a_transformer_with_data_guard_int8_unfused_and_pick_the_fas
     assert steps[0] == [0.97, 0.99] and steps[-1][0] > 0.99 and steps[-1][1] > 0.995
     assert all(a[0] < b[0] and a[1] < b[1] for a, b in itertools.pairwise(steps))
     assert workflow["search_strategy"]["stop_when_goals_met"] is True
-    assert workflow["passes"]["sensitivity"]["data_config"] == "data"
     assert any(note.startswith("--data: half to fit (passes), half to judge") for note in recipe.notes)
     assert guard["pooling"] == "mean" and guard["mask_input"] == "attention_mask" and guard["trim_padding"] is True
     assert guard["quantize_embeddings"] is True and guard["data_config"] == "data"
@@ -325,7 +324,7 @@ def test_fusion_is_searched_against_the_unfused_graph_where_it_may_pay(tmp_path,
             },
         }
     fused = build_workflow(bert, options(tmp_path, fusion=True), ALL, bert_npz).workflow["passes"]
-    assert list(fused) == ["fuse", "sensitivity", "quantize"] and "only_onnxruntime" not in fused["fuse"]
+    assert list(fused) == ["fuse", "quantize"] and "only_onnxruntime" not in fused["fuse"]
     plugin = Installed(ALL.passes, plugin_providers={"OpenVINOExecutionProvider": ()})
     chosen = options(tmp_path, precision="fp16", providers=("OpenVINOExecutionProvider",))
     recipe = build_workflow(bert, chosen, plugin, bert_npz)
@@ -400,7 +399,7 @@ def test_a_model_that_is_no_transformer_is_not_fused_unless_asked(tmp_path, mlp)
 def test_quantize_only_and_no_fusion_leave_the_graph_alone(tmp_path, bert, bert_npz):
     for kwargs in ({"quantize_only": True}, {"fusion": False}):
         passes = build_workflow(bert, options(tmp_path, **kwargs), ALL, bert_npz).workflow["passes"]
-        assert list(passes) == ["sensitivity", "quantize"]
+        assert list(passes) == ["quantize"]
 
 
 @pytest.mark.parametrize(
@@ -529,7 +528,7 @@ def test_a_hugging_face_model_is_converted_first_by_the_plugin_that_takes_it(tmp
         QUANT | GRAPH | {"OnnxConversion"}, frozenset({"TextDataContainer"}), {}, {"HfModel": "OnnxConversion"}
     )
     workflow = build_workflow(facts, options(tmp_path), installed, text).workflow
-    assert list(workflow["passes"]) == ["convert", "sensitivity", "quantize"]
+    assert list(workflow["passes"]) == ["convert", "quantize"]
     assert workflow["passes"]["convert"] == {"type": "OnnxConversion", "data_config": "data"}
     fused = build_workflow(facts, options(tmp_path, precision="fp16"), installed, text).workflow["passes"]
     assert list(fused) == ["convert", "fuse", "quantize"]

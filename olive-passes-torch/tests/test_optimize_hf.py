@@ -37,7 +37,7 @@ def one_line_error(result: Any) -> str:
 @pytest.fixture(scope="module")
 def sentences(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("text") / "sentences.txt"
-    path.write_text("\n".join(SENTENCES * 2) + "\n")
+    path.write_text("\n".join(SENTENCES * 3) + "\n")
     return path
 
 
@@ -69,7 +69,9 @@ def test_a_hugging_face_folder_with_text_data_is_converted_fused_and_quantized(o
     best = next(n for n in footprint["nodes"] if n["model_id"] == footprint["best_model_id"])
     assert best["metrics"]["agreement-cosine_min"]["value"] >= 0.97
     guard = json.loads((out / "model_config.json").read_text())["config"]["model_attributes"]["accuracy_guard"]
-    assert guard["num_samples"] == 2 * len(SENTENCES)
+    # One half of the sentences fits (the guard), the other judges (the metrics).
+    assert guard["num_samples"] == (3 * len(SENTENCES) + 1) // 2
+    assert best["samples"]["agreement"] == 3 * len(SENTENCES) // 2
 
 
 def test_an_onnx_model_with_its_tokenizer_beside_it_takes_text_data(tmp_path, optimized, bert_dir, sentences) -> None:

@@ -52,6 +52,9 @@ class OnnxConversion(Pass):
     """Convert a PyTorch or Hugging Face model to ONNX with torch.onnx.export and check it against PyTorch."""
 
     accepts_model_types: ClassVar[tuple[str, ...]] = ("HfModel", "PyTorchModel")
+    # Its data gives example inputs to trace and to check the export with; nothing is fit on it, so a data
+    # config it shares with the metrics is not split for it.
+    fits_on_data: ClassVar[bool] = False
 
     @classmethod
     def _default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:

@@ -31,8 +31,8 @@ that searched, say, the calibration method too would quietly triple). The search
 - **Choose**: the fastest candidate that meets every keep on the judging samples. A guard that meets its
   target on the samples it fit on can miss on the others (its worst fitted sample is an optimistic estimate of
   the worst unseen one), so the guard's targets are searched from the keeps towards a perfect score, every keep
-  tightened alike, loosest first (``OnnxSensitivityAnalysis`` first, run once): the search stops at the first
-  model that keeps everything on the judging samples, or reports the closest. With ``--latency-budget R``, the
+  tightened alike, loosest first: the search stops at the first model that keeps everything on the judging
+  samples, or reports the closest. With ``--latency-budget R``, the
   one that agrees best (first keep first) among those within ``R`` times the input's latency; the guard's target
   on the first keep is searched, so the search spends the budget on float nodes that buy agreement.
 - **Where**: every ``--provider`` is a target the candidates are measured on; a plugin provider's options
@@ -402,16 +402,11 @@ def _add_quantization(
     # command names what it reached and at what latency.
     guard_only = {"max_fp32_nodes": MAX_FP32_NODES, "on_target_missed": "best"}
     targets = list(aims)
-    if not _missing("OnnxSensitivityAnalysis", installed):
-        first = targets[0]
-        passes["sensitivity"] = {
-            "type": "OnnxSensitivityAnalysis",
-            **common,
-            "metric": first.metric,
-        }
     if options.latency_budget is None:
         # Every keep tightened alike, step by step: what the judging samples miss can be the mean as well as the
-        # worst sample.
+        # worst sample. No sensitivity analysis up front: most often the keeps' own targets hold on the judging
+        # samples, and a guard that meets its target with every node in int8 ranks nothing, where the analysis
+        # would quantize every node once; a stricter retry ranks for itself.
         steps = _tightened(targets)
         passes["quantize"] = {
             "type": guard,
@@ -421,7 +416,9 @@ def _add_quantization(
             **guard_only,
         }
         return
-    if "sensitivity" in passes:
+    if not _missing("OnnxSensitivityAnalysis", installed):
+        first = targets[0]
+        passes["sensitivity"] = {"type": "OnnxSensitivityAnalysis", **common, "metric": first.metric}
         searched = guard_targets(first)
         others = targets[1:]
         passes["quantize"] = {

@@ -127,6 +127,11 @@ class Pass(ABC):
     _version: ClassVar[str | None] = None
     #: The input model types the pass takes (``model_type`` names); checked for the first pass of a workflow.
     accepts_model_types: ClassVar[tuple[str, ...]] = ("ONNXModel",)
+    #: Whether the samples of the pass's ``data_config`` shape its output (calibration, sensitivity, a guard's
+    #: choices). A data config such a pass and a metric both name is split between them
+    #: (:mod:`olive.workflows.data_roles`); a pass that reads samples only as example inputs (a conversion)
+    #: sets False and gets them whole.
+    fits_on_data: ClassVar[bool] = True
 
     def __init__(
         self,

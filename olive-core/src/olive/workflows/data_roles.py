@@ -14,9 +14,11 @@ import attrs
 
 from olive.data.config import DataConfig
 from olive.data.split import FIT, JUDGE, SPLIT_RULE
+from olive.engine.plan import load_pass
+from olive.exceptions import OliveError
 
 if TYPE_CHECKING:
-    from olive.workflows.config import WorkflowConfig
+    from olive.workflows.config import PassSpec, WorkflowConfig
 
 __all__ = ["SharedData", "assign_data_roles", "shared_data"]
 
@@ -52,7 +54,7 @@ def shared_data(workflow: WorkflowConfig) -> list[SharedData]:
     for key, specs in workflow.passes.items():
         for spec in specs:
             data = spec.params.get("data_config")
-            if isinstance(data, DataConfig) and workflow.data_configs.get(data.name) is data:
+            if isinstance(data, DataConfig) and workflow.data_configs.get(data.name) is data and _fits(spec):
                 fitted.setdefault(data.name, [])
                 if key not in fitted[data.name]:
                     fitted[data.name].append(key)
@@ -61,6 +63,15 @@ def shared_data(workflow: WorkflowConfig) -> list[SharedData]:
         for name in workflow.data_configs
         if name in fitted and name in judged
     ]
+
+
+def _fits(spec: PassSpec) -> bool:
+    """Whether the pass fits on its data (``Pass.fits_on_data``); a pass that cannot be loaded counts as fitting,
+    and the plan reports why it cannot."""
+    try:
+        return bool(getattr(load_pass(spec).pass_class, "fits_on_data", True))
+    except OliveError:
+        return True
 
 
 def assign_data_roles(workflow: WorkflowConfig) -> WorkflowConfig:
@@ -78,7 +89,8 @@ def assign_data_roles(workflow: WorkflowConfig) -> WorkflowConfig:
         passes[key] = []
         for spec in specs:
             data = spec.params.get("data_config")
-            if isinstance(data, DataConfig) and data.name in split and workflow.data_configs.get(data.name) is data:
+            shared = isinstance(data, DataConfig) and workflow.data_configs.get(data.name) is data
+            if shared and data.name in split and _fits(spec):
                 spec = attrs.evolve(spec, params={**spec.params, "data_config": fitting[data.name]})
             passes[key].append(spec)
     return attrs.evolve(workflow, data_configs=judging, passes=passes)
