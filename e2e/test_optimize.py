@@ -62,7 +62,7 @@ def read(path: Path) -> Any:
 def bert(tmp_path_factory) -> tuple[Path, Path]:
     folder = tmp_path_factory.mktemp("bert")
     model = save_model(bert_like_model(seed=0, num_layers=2, hidden_size=64, num_heads=4), folder)
-    data = write_npz_dataset(folder / "data.npz", model, num_samples=8, sequence_length=16, seed=1)
+    data = write_npz_dataset(folder / "data.npz", model, num_samples=16, sequence_length=16, seed=1)
     return Path(model.model_path), data
 
 
@@ -70,7 +70,7 @@ def bert(tmp_path_factory) -> tuple[Path, Path]:
 def mlp(tmp_path_factory) -> tuple[Path, Path]:
     folder = tmp_path_factory.mktemp("mlp")
     model = save_model(mlp_model(seed=0, in_features=64, hidden=128, out_features=32), folder)
-    data = write_npz_dataset(folder / "data.npz", model, num_samples=8, seed=1)
+    data = write_npz_dataset(folder / "data.npz", model, num_samples=16, seed=1)
     return Path(model.model_path), data
 
 
@@ -81,7 +81,11 @@ def test_optimize_a_transformer_with_data_then_rerun_its_workflow_from_the_cache
     first = olive("optimize", str(model), "--data", str(data), "-o", str(out), "--cache-dir", str(cache))
     assert first.returncode == 0, first.stdout + first.stderr
     assert "Traceback" not in first.stderr
-    assert "Search: quantize (OnnxAccuracyGuardedQuantization); 1 candidate(s)" in first.stdout
+    assert (
+        "Search: quantize (OnnxAccuracyGuardedQuantization); up to 7 candidate(s), stopping at the first that keeps "
+        "every keep" in first.stdout
+    )
+    assert "Note:   --data: half to fit (passes), half to judge (metrics and goals)" in first.stdout
     assert "Note:   no transformer fusion: with int8 weights the unfused graph ran faster" in first.stdout
     assert "Goal:   the fastest model that keeps cosine_min>=0.97 and cosine_mean>=0.99" in first.stdout
     assert "Chosen model, against the input model:" in first.stdout
@@ -90,7 +94,8 @@ def test_optimize_a_transformer_with_data_then_rerun_its_workflow_from_the_cache
         "x the input's median (the two timed in alternating rounds)",
         "size: ",
         " MiB -> ",  # the table's unit
-        "agreement with the input: cosine_min ",
+        "agreement with the input on 8 held-out sample(s): cosine_min ",
+        "the guard's own check on the 8 sample(s) it fit on: cosine_min ",
     ):
         assert words in first.stdout, words
     for name in ("model.onnx", "report.html", "footprint.json", "optimize_workflow.json", "model_config.json"):
@@ -122,7 +127,7 @@ def test_dry_run_prints_the_workflow_and_its_search_size_and_writes_nothing(tmp_
     workflow = printed_workflow(result.stdout)
     assert workflow["passes"]["quantize"]["type"] == "OnnxAccuracyGuardedQuantization"
     assert workflow["output_dir"] == str(out) and workflow["cache_dir"] == str(cache)
-    assert "total search space: 1 point(s)" in result.stdout
+    assert "total search space: 7 point(s)" in result.stdout
     assert not out.exists() and not cache.exists()
 
 
@@ -197,7 +202,7 @@ def test_a_budget_no_candidate_meets_while_every_keep_is_met_suggests_a_larger_b
 def test_the_accuracy_guard_keeps_nodes_in_float_for_a_strict_keep(tmp_path) -> None:
     # A planted outlier channel makes one FFN projection ruin plain int8; the guard keeps it in float.
     model = save_model(bert_like_model(seed=0, plant_outlier_layer=1), tmp_path / "model")
-    data = write_npz_dataset(tmp_path / "data.npz", model, num_samples=8, sequence_length=16, seed=1)
+    data = write_npz_dataset(tmp_path / "data.npz", model, num_samples=16, sequence_length=16, seed=1)
     out = tmp_path / "out"
     result = invoke(
         "quantize",
@@ -260,7 +265,7 @@ def test_max_time_stops_the_search(tmp_path, bert) -> None:
     )  # fmt: skip
     line = one_line_error(result, 1)
     assert "the search limits (max_time=0.001s) stopped the search" in line
-    assert "Search:   --max-time 0.001 s stopped the search after 0 of its 1 candidate(s)" in result.stdout
+    assert "Search:   --max-time 0.001 s stopped the search after 0 of its 7 candidate(s)" in result.stdout
     assert not (out / "model.onnx").exists()
 
 
@@ -299,7 +304,7 @@ def test_quantize_takes_microsoft_olives_flags_and_leaves_the_graph_alone(tmp_pa
         "-d",
         str(data),
         "--max_samples",
-        "4",
+        "16",
         "--batch_size",
         "1",
         "-o",
@@ -311,9 +316,10 @@ def test_quantize_takes_microsoft_olives_flags_and_leaves_the_graph_alone(tmp_pa
     footprint = read(out / "footprint.json")
     assert [n["pass_name"] for n in footprint["nodes"] if n["pass_key"]] == ["OnnxAccuracyGuardedQuantization"]
     workflow = read(out / "optimize_workflow.json")
-    assert workflow["data_configs"][0]["load_dataset_config"]["max_samples"] == 4
+    assert workflow["data_configs"][0]["load_dataset_config"]["max_samples"] == 16
     guard = read(out / "model_config.json")["config"]["model_attributes"]["accuracy_guard"]
-    assert guard["num_samples"] == 4
+    # the fitting half of the 16 (the other half judges)
+    assert guard["num_samples"] == 8
 
 
 @pytest.mark.parametrize(
@@ -330,7 +336,7 @@ def test_quantize_takes_microsoft_olives_flags_and_leaves_the_graph_alone(tmp_pa
             ),
         ),
         (["--batch_size", "2"], lambda w: w["data_configs"][0]["dataloader_config"] == {"batch_size": 2}),
-        (["--max_samples", "3"], lambda w: w["passes"]["quantize"]["max_samples"] == 3),
+        (["--max_samples", "16"], lambda w: w["passes"]["quantize"]["max_samples"] == 16),
         (["--keep", "top1>=0.9"], lambda w: w["passes"]["quantize"]["type"] == "OnnxDynamicQuantization"),
         (
             ["--provider", "CPUExecutionProvider"],
@@ -353,8 +359,8 @@ def test_each_flag_reaches_the_workflow(tmp_path, bert, args: list[str], check: 
 @pytest.mark.parametrize(
     ("args", "size"),
     [
-        ([], 1),  # int8 on the CPU: unfused
-        (["--fusion"], 1),
+        ([], 7),  # int8 on the CPU: unfused; the guard's targets, from the keeps' own, until one holds
+        (["--fusion"], 7),
         (["--latency-budget", "0.8"], 7),  # seven guard targets
         (["--precision", "int4"], 2),  # fused or not
         (["--precision", "fp16"], 2),
@@ -370,7 +376,8 @@ def test_the_search_is_only_what_optimize_means_to_search(bert, args: list[str],
     result = invoke("optimize", str(model), "--data", str(data), *args, "--dry-run")
     assert result.exit_code == 0, result.output
     assert f"total search space: {size} point(s)" in result.stdout
-    assert f"; {size} candidate(s)" in result.stdout
+    guarded = "--latency-budget" not in args and "top1>=0.9" not in args and size == 7
+    assert (f"; up to {size} candidate(s)" if guarded else f"; {size} candidate(s)") in result.stdout
 
 
 def test_dims_size_the_synthetic_inputs(tmp_path, bert) -> None:

@@ -101,7 +101,7 @@ def make_quick_data(work_dir: Path) -> Path:
     shutil.rmtree(export_dir, ignore_errors=True)
     handler = save_model(bert_like_model(seed=0, num_heads=4, hidden_size=64), export_dir)
     (export_dir / "export_info.json").write_text(json.dumps({"num_heads": 4, "hidden_size": 64}) + "\n")
-    write_npz_dataset(export_dir / "calib.npz", handler, num_samples=8, sequence_length=SEQUENCE_LENGTH, seed=1)
+    write_npz_dataset(export_dir / "calib.npz", handler, num_samples=16, sequence_length=SEQUENCE_LENGTH, seed=1)
     evaluation = random_inputs(handler, batch_size=8, sequence_length=SEQUENCE_LENGTH, seed=2)
     # Varied real lengths, so the harness's trimming and masked pooling are exercised.
     lengths = np.linspace(4, SEQUENCE_LENGTH, num=8).astype(int)

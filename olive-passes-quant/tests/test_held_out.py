@@ -20,6 +20,8 @@ from click.testing import CliRunner
 
 from olive.cli.main import cli
 
+pytestmark = pytest.mark.int8_kernel
+
 OUTLIER_FEATURE = 3
 
 

@@ -362,7 +362,10 @@ def _print_plan(described: str, recipe: Recipe, size: int, options: OptimizeOpti
         f"{key} ({spec['type']})" if isinstance(spec, dict) else key for key, spec in recipe.workflow["passes"].items()
     )
     click.echo(f"Model:  {described}")
-    click.echo(f"Search: {passes}; {size} candidate(s)")
+    if recipe.workflow["search_strategy"].get("stop_when_goals_met"):
+        click.echo(f"Search: {passes}; up to {size} candidate(s), stopping at the first that keeps every keep")
+    else:
+        click.echo(f"Search: {passes}; {size} candidate(s)")
     click.echo(f"Goal:   {recipe.objective}")
     for note in recipe.notes:
         click.echo(f"Note:   {note}")
