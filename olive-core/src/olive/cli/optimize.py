@@ -19,7 +19,8 @@ from typing import Any
 import attrs
 import click
 
-from olive.exceptions import OliveError, PassConfigError, WorkflowConfigError
+from olive.cli.failure import EXIT_CONFIG, EXIT_FAILED, fail, interrupted
+from olive.exceptions import OliveError, WorkflowConfigError
 from olive.optimize.data import data_source
 from olive.optimize.facts import read_model_facts
 from olive.optimize.keep import parse_keep
@@ -27,7 +28,6 @@ from olive.optimize.options import DEFAULT_MAX_SAMPLES, OptimizeOptions, parse_d
 from olive.optimize.recipe import Recipe, build_workflow
 
 WORKFLOW_FILE = "optimize_workflow.json"
-EXIT_FAILED, EXIT_CONFIG = 1, 2
 
 
 class _OneLineErrors(click.Command):
@@ -194,22 +194,10 @@ def _run(quantize_only: bool, output_default: str, params: dict[str, Any]) -> No
     verbose = params["verbose"]
     try:
         _main(quantize_only, output_default, params)
-    except (PassConfigError, WorkflowConfigError) as exc:
-        _fail(exc, EXIT_CONFIG, verbose)
     except OliveError as exc:
-        _fail(exc, EXIT_FAILED, verbose)
+        fail(exc, verbose)
     except KeyboardInterrupt:
-        click.echo("Error: interrupted; finished pass runs are cached and reused by the next run", err=True)
-        sys.exit(130)
-
-
-def _fail(exc: BaseException, code: int, verbose: bool) -> None:
-    if verbose:
-        import traceback
-
-        traceback.print_exception(exc, file=sys.stderr)
-    click.echo(f"Error: {' '.join(str(exc).split())}", err=True)
-    sys.exit(code)
+        interrupted()
 
 
 def _main(quantize_only: bool, output_default: str, params: dict[str, Any]) -> None:

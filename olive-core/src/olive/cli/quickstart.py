@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from olive.cli.failure import interrupted
 from olive.config_errors import user_path
 from olive.exceptions import OliveError
 from olive.plugins.install_hints import install_line
@@ -295,8 +296,7 @@ def quickstart_command(directory: Path | None, force: bool, no_run: bool, verbos
         try:
             output = execute(prepared, show_progress=True)
         except KeyboardInterrupt:
-            click.echo("Error: interrupted; finished pass runs are cached and reused by the next run", err=True)
-            sys.exit(130)
+            interrupted()
     goals = goals_of(prepared.workflow)
     print_candidates(output, goals)
     report = None
