@@ -73,6 +73,8 @@ def test_no_command_prints_an_error_or_a_traceback_of_its_own(module: str) -> No
     assert "traceback.print_exception" not in calls
     literals = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
     assert not [text for text in literals if "interrupted" in text.lower()]
+    assert not [text for text in literals if text.startswith("Error:")], "print errors with olive.cli.failure"
+    assert "sys.exit(1)" not in ast.unparse(tree) and "sys.exit(2)" not in ast.unparse(tree)
     handlers = [n for n in ast.walk(tree) if isinstance(n, ast.ExceptHandler) and n.type is not None]
     for handler in handlers:
         caught = ast.unparse(handler.type)

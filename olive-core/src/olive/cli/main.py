@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from olive import __version__
-from olive.cli.failure import EXIT_FAILED, error_line, exit_code, fail, one_line
+from olive.cli.failure import EXIT_FAILED, error_line, exit_code, fail
 from olive.exceptions import OliveError, PluginLoadError
 
 #: name -> ("module:attribute", one-line help shown by ``olive --help``)
@@ -141,7 +141,7 @@ class OliveGroup(click.Group):
         except click.UsageError as exc:
             # One line, as every invalid input gets, instead of click's usage block; --help shows the usage.
             command = exc.ctx.command_path if exc.ctx is not None else ctx.command_path
-            click.echo(f"Error: {one_line(exc.format_message())} (see '{command} --help')", err=True)
+            error_line(f"{exc.format_message()} (see '{command} --help')")
             ctx.exit(exc.exit_code)
 
 

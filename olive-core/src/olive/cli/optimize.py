@@ -19,7 +19,7 @@ from typing import Any
 import attrs
 import click
 
-from olive.cli.failure import EXIT_CONFIG, EXIT_FAILED, fail, interrupted
+from olive.cli.failure import EXIT_CONFIG, EXIT_FAILED, error_line, fail, interrupted, one_line
 from olive.exceptions import OliveError, WorkflowConfigError
 from olive.optimize.data import data_source
 from olive.optimize.facts import read_model_facts
@@ -37,8 +37,7 @@ class _OneLineErrors(click.Command):
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
         except click.UsageError as exc:
-            message = " ".join(exc.format_message().split()).rstrip(".")
-            click.echo(f"Error: {message}; see 'olive {self.name} --help'", err=True)
+            error_line(f"{one_line(exc.format_message()).rstrip('.')}; see 'olive {self.name} --help'")
             sys.exit(EXIT_CONFIG)
 
 
@@ -270,7 +269,7 @@ def _main(quantize_only: bool, output_default: str, params: dict[str, Any]) -> N
         if cut_short:
             click.echo(f"Search:   {cut_short}")
         click.echo(f"Workflow: {workflow_path} (edit it and rerun with olive run; finished runs are cached)")
-        click.echo(f"Error: {closest_miss(output, recipe.keeps, recipe.latency_budget)}", err=True)
+        error_line(closest_miss(output, recipe.keeps, recipe.latency_budget))
         sys.exit(EXIT_FAILED)
     click.echo("Chosen model, against the input model:")
     for line in comparison_lines(output, recipe.keeps):

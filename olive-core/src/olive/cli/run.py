@@ -10,8 +10,8 @@ from pathlib import Path
 
 import click
 
-from olive.cli.failure import EXIT_FAILED, INTERRUPTED_BEFORE_RUN, fail, interrupted
-from olive.config_errors import printable, user_path
+from olive.cli.failure import EXIT_FAILED, INTERRUPTED_BEFORE_RUN, error_line, fail, interrupted
+from olive.config_errors import user_path
 from olive.exceptions import OliveError, WorkflowConfigError
 
 
@@ -88,7 +88,7 @@ def run_command(
             interrupted()
     _print_summary(output)
     if output.best is None:
-        click.echo(f"Error: {printable(output.reason)}", err=True)
+        error_line(output.reason)
         sys.exit(EXIT_FAILED)
 
 

@@ -26,6 +26,7 @@ from olive.config_errors import (
 from olive.data.config import DataConfig
 from olive.evaluator.metrics.spec import Metric, SubMetric, parse_goal
 from olive.exceptions import ModelLoadError, OliveError, WorkflowConfigError, closest_match_hint
+from olive.measure.pooling import POOLINGS
 from olive.measure.sessions import check_inference_settings
 
 if TYPE_CHECKING:
@@ -87,7 +88,8 @@ USER_CONFIG_KEYS = (
 )
 _PATH_KEYS = ("user_script", "script_dir", "data_dir")
 _FUNCTION_KEYS = ("evaluate_func", "metric_func", "post_processing_func", "dataloader_func")
-_POOLINGS = ("mean", "cls", "none")
+# "none" compares the outputs as they are.
+_POOLINGS = (*POOLINGS, "none")
 
 Values = dict[str, float]
 Measured = tuple[Values, dict[str, Any]]

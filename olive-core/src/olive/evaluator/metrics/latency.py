@@ -13,14 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from olive.data.feeds import check_feeds
 from olive.evaluator.metrics.base import Measured, MetricType
 from olive.evaluator.metrics.spec import Metric
-from olive.measure import (
-    interleaved_runs,
-    latency_summary,
-    paired_round_size,
-    ratios_to_reference,
-    session_runner,
-    timed_runs,
-)
+from olive.measure import timing
 
 if TYPE_CHECKING:
     from olive.evaluator.evaluator import MetricRun
@@ -60,28 +53,28 @@ class LatencyMetric(MetricType):
         io_bind = bool(metric.user_config.get("io_bind"))
         paired = not _is_itself(run, metric) and any(s.name.startswith(RATIO_PREFIX) for s in metric.sub_types)
         infer = _infer(run, run.model, metric, feeds, io_bind)
-        timing = {"warmup": metric.warmup_num, "sleep_s": metric.sleep_num}
+        pace = {"warmup": metric.warmup_num, "sleep_s": metric.sleep_num}
         if paired:
             ref_name = f"reference model '{Path(run.reference.model_path).name}'"
             ref_feeds = check_feeds(
                 feeds, run.reference.get_io_config(), f"metric '{metric.name}'", ref_name, cast=True
             )
             ref_infer = _infer(run, run.reference, metric, ref_feeds, io_bind)
-            per_round = paired_round_size(metric.repeat_test_num)
-            rounds = interleaved_runs([infer, ref_infer], metric.repeat_test_num, per_round=per_round, **timing)
+            per_round = timing.paired_round_size(metric.repeat_test_num)
+            rounds = timing.interleaved_runs([infer, ref_infer], metric.repeat_test_num, per_round=per_round, **pace)
             seconds = [t for times in rounds for t in times[0]]
         else:
-            rounds, seconds = None, timed_runs(infer, metric.repeat_test_num, **timing)
+            rounds, seconds = None, timing.timed_runs(infer, metric.repeat_test_num, **pace)
 
         def measured(times: Any) -> Any:
             return self.per_run(np.maximum(np.asarray(times, dtype=np.float64), 1e-12), batch)
 
-        stats = latency_summary(measured(seconds))
+        stats = timing.latency_summary(measured(seconds))
         extra: dict[str, Any] = {}
         if rounds is not None:
-            ref_stats = latency_summary(measured([t for times in rounds for t in times[1]]))
-            ratios = self.ratio(ratios_to_reference(rounds))
-            stats.update({RATIO_PREFIX + k: v for k, v in latency_summary(ratios).items()})
+            ref_stats = timing.latency_summary(measured([t for times in rounds for t in times[1]]))
+            ratios = self.ratio(timing.ratios_to_reference(rounds))
+            stats.update({RATIO_PREFIX + k: v for k, v in timing.latency_summary(ratios).items()})
             extra["paired_with"] = {"model": str(run.reference.model_path), **ref_stats}
         else:
             # The reference model against itself (or no reference given): the ratio is 1 by definition.
@@ -112,4 +105,6 @@ def _is_itself(run: MetricRun, metric: Metric) -> bool:
 def _infer(run: MetricRun, model: OliveModelHandler, metric: Metric, feeds: dict[str, Any], io_bind: bool) -> Any:
     """One timed unit of work: a run of ``model`` on ``feeds``; failures name the metric and the model."""
     session, _ = run.session(model, metric)
-    return session_runner(session, feeds, io_bind, what=f"model '{model.model_path}'", owner=f"metric '{metric.name}'")
+    return timing.session_runner(
+        session, feeds, io_bind, what=f"model '{model.model_path}'", owner=f"metric '{metric.name}'"
+    )
