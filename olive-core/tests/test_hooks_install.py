@@ -41,6 +41,16 @@ def test_plugins_listing_reports_each_distribution(hooks_venv):
     assert plugins["olive-test-good"]["passes"] == ["Annotate", "Shared"]
 
 
+def test_plugins_listing_names_the_metric_types_and_samplers_a_plugin_registers(hooks_venv):
+    # Plugin metrics are first-class: the listing shows them as workflows name them, in JSON and in the table.
+    plugins = {p["name"]: p for p in json.loads(olive(hooks_venv, "plugins", "--json").stdout)}
+    assert plugins["olive-test-hooks"]["metrics"] == ["answer"]
+    assert plugins["olive-test-hooks"]["samplers"] == ["first"]
+    assert plugins["olive-test-good"]["metrics"] == [] and plugins["olive-test-good"]["samplers"] == []
+    table = olive(hooks_venv, "plugins", COLUMNS="300").stdout
+    assert "metric answer" in table and "sampler first" in table
+
+
 def test_requirements_rebuild_the_environment(hooks_venv):
     lines = olive(hooks_venv, "plugins", "--requirements").stdout.splitlines()
     for requirement in ("olive-test-bad-hooks==0.5", "olive-test-good==1.0.0", "olive-test-hooks==0.4"):

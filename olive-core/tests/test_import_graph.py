@@ -6,10 +6,11 @@ Read from the source with ``ast`` (nothing is imported): an import inside a func
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
+
+from olive.testing.imports import PASS_DISTRIBUTIONS, check_distribution, import_cycles, module_imports, source_modules
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -19,17 +20,7 @@ PENDING: set[str] = set()
 PENDING_CYCLES: list[set[str]] = []
 
 
-def _modules() -> dict[str, Path]:
-    found = {}
-    for path in SRC.rglob("*.py"):
-        parts = list(path.relative_to(SRC).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        found[".".join(parts)] = path
-    return found
-
-
-MODULES = _modules()
+MODULES = source_modules(SRC)
 
 # Modules on a startup path keep olive's heavier modules lazy, so that `olive --help`, each command's `--help`,
 # the pass listing (the registry reads metadata only) and every pytest session (olive.testing.plugin is a
@@ -45,31 +36,11 @@ def _resolve(name: str) -> str | None:
 
 def _imports(module: str) -> list[tuple[str, int, bool]]:
     """``(imported olive module, line, lazy)`` for every import of ``module`` that runs at some point."""
-    path = MODULES[module]
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    found: list[tuple[str, int, bool]] = []
-
-    def visit(node: ast.AST, lazy: bool) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
-                continue
-            if isinstance(child, ast.FunctionDef) and child.name == "__getattr__" and path.name == "__init__.py":
-                continue  # a package's lazy facade: its names load their modules on first access
-            names: list[str] = []
-            if isinstance(child, ast.Import):
-                names = [alias.name for alias in child.names]
-            elif isinstance(child, ast.ImportFrom):
-                base = child.module or ""
-                if child.level:
-                    base = ".".join([*package.split(".")[: len(package.split(".")) - child.level + 1], base]).strip(".")
-                names = [f"{base}.{alias.name}" for alias in child.names]
-            for name in names:
-                target = _resolve(name) if name.split(".")[0] == "olive" else None
-                if target is not None and target != module:
-                    found.append((target, child.lineno, lazy))
-            visit(child, lazy or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef))
-
-    visit(ast.parse(path.read_text(encoding="utf-8")), False)
+    found = []
+    for imported in module_imports(module, MODULES[module]):
+        target = _resolve(imported.name) if imported.name.split(".")[0] == "olive" else None
+        if target is not None and target != module:
+            found.append((target, imported.line, imported.lazy))
     return found
 
 
@@ -86,38 +57,7 @@ def _graph() -> dict[str, set[str]]:
     return graph
 
 
-def _cycles(graph: dict[str, set[str]]) -> list[set[str]]:
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[set[str]] = []
-
-    def connect(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for other in graph[node]:
-            if other not in index:
-                connect(other)
-                low[node] = min(low[node], low[other])
-            elif other in on_stack:
-                low[node] = min(low[node], index[other])
-        if low[node] == index[node]:
-            component = set()
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.add(member)
-                if member == node:
-                    break
-            if len(component) > 1:
-                found.append(component)
-
-    for node in graph:
-        if node not in index:
-            connect(node)
-    return found
+_cycles = import_cycles
 
 
 def test_no_import_cycles() -> None:
@@ -153,3 +93,47 @@ def test_the_checks_see_imports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 
 def test_the_cycle_check_finds_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [{"a", "b"}]
+
+
+def test_olive_core_never_imports_torch_or_a_pass_distribution() -> None:
+    # olive-core finds pass distributions through entry points only, as a third party's, and needs no torch.
+    banned = {"torch", "transformers", *PASS_DISTRIBUTIONS.values()}
+    found = [
+        f"{module}:{imported.line} imports {imported.name}"
+        for module, path in MODULES.items()
+        for imported in module_imports(module, path)
+        if imported.name.split(".")[0] in banned
+    ]
+    assert found == []
+
+
+def _project(root: Path, files: dict[str, str], dependencies: list[str]) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "pyproject.toml").write_text(f'[project]\nname = "probe"\ndependencies = {dependencies!r}\n')
+    for name, text in files.items():
+        path = root / "src" / "probe" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def test_the_distribution_check_finds_each_kind_of_problem(tmp_path: Path) -> None:
+    files = {
+        "__init__.py": "",
+        "a.py": "import torch\nfrom probe import b\n",
+        "b.py": "from probe import a\n",
+        "c.py": "def f():\n    from probe import b\n    import olive_passes_graph\n",
+        "d.py": "def f():\n    from probe import heavy\n",
+        "heavy.py": "import numpy\n",
+    }
+    project = _project(tmp_path, files, ["olive-core>=0.1", "olive-passes-quant"])
+    assert check_distribution(project, forbidden={"torch"}) == [
+        "probe.a:1 imports torch (forbidden here)",
+        "probe.c:2 imports probe.b inside a function; import the distribution's own modules at the top",
+        "probe.c:3 imports olive_passes_graph (an undeclared pass distribution)",
+        "import cycle: probe.a -> probe.b",
+    ]
+    # A declared pass distribution may be imported; a pending module keeps its lazy imports until it is fixed.
+    ok = _project(tmp_path / "ok", {"__init__.py": "", "c.py": files["c.py"]}, ["olive-passes-graph"])
+    assert check_distribution(ok, pending={"probe.c"}) == []
+    assert check_distribution(ok, pending={"probe.gone"}) == ["pending names no module of the distribution: probe.gone"]

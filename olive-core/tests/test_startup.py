@@ -31,6 +31,8 @@ def startup_venv(tmp_path_factory) -> Venv:
         ["passes", "--json"],
         ["--version"],
         ["plugins", "--requirements"],
+        # loads the hook plugins and lists the metric types and samplers they register
+        ["plugins", "--json"],
         ["run", "--help"],
         ["optimize", "--help"],
         ["quantize", "--help"],

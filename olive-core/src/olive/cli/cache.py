@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from olive.cli.failure import EXIT_FAILED, error_line
 from olive.config_errors import user_path
 
 
@@ -69,17 +70,16 @@ def cache_clean(cache_dir: Path | None) -> None:
         click.echo(f"{store.root}: nothing to clean")
         return
     if not store.is_cache():
-        click.echo(f"Error: {store.root} is not an Olive cache (no olive-cache.json); not deleting it", err=True)
-        sys.exit(1)
+        error_line(f"{store.root} is not an Olive cache (no olive-cache.json); not deleting it")
+        sys.exit(EXIT_FAILED)
     try:
         kept = store.clean()
     except OSError as exc:
-        click.echo(
-            f"Error: cannot delete the cache in '{store.root}' ({exc.strerror or exc}: {exc.filename}); fix its "
-            "permissions and run `olive cache clean` again",
-            err=True,
+        error_line(
+            f"cannot delete the cache in '{store.root}' ({exc.strerror or exc}: {exc.filename}); fix its "
+            "permissions and run `olive cache clean` again"
         )
-        sys.exit(1)
+        sys.exit(EXIT_FAILED)
     if kept:
         shown = ", ".join(kept[:5]) + (f" and {len(kept) - 5} more" if len(kept) > 5 else "")
         click.echo(f"kept {len(kept)} item(s) in {store.root} that the cache did not create: {shown}")

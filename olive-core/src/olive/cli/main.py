@@ -13,8 +13,8 @@ from typing import Any
 import click
 
 from olive import __version__
-from olive.config_errors import printable
-from olive.exceptions import OliveError, PassConfigError, PluginLoadError, WorkflowConfigError
+from olive.cli.failure import EXIT_FAILED, error_line, exit_code, fail
+from olive.exceptions import OliveError, PluginLoadError
 
 #: name -> ("module:attribute", one-line help shown by ``olive --help``)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -36,9 +36,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "quickstart": ("olive.cli.quickstart:quickstart_command", "Optimize a model with sensible defaults."),
 }
 
-CONFIG_ERROR_EXIT = 2
-ERROR_EXIT = 1
-
 
 def _unavailable(name: str, target: str, exc: BaseException) -> click.Command:
     def callback(**_: Any) -> None:
@@ -49,8 +46,8 @@ def _unavailable(name: str, target: str, exc: BaseException) -> click.Command:
             reason = f"it needs the module '{exc.name}', which is not installed; install the package that provides it"
         else:
             reason = f"loading {target} failed: {type(exc).__name__}: {exc}"
-        click.echo(f"Error: command '{name}' is not available: {reason}", err=True)
-        sys.exit(ERROR_EXIT)
+        error_line(f"command '{name}' is not available: {reason}")
+        sys.exit(EXIT_FAILED)
 
     return click.Command(
         name,
@@ -139,18 +136,13 @@ class OliveGroup(click.Group):
         try:
             return super().invoke(ctx)
         except OliveError as exc:
-            click.echo(f"Error: {_one_line(exc)}", err=True)
-            code = CONFIG_ERROR_EXIT if isinstance(exc, PassConfigError | WorkflowConfigError) else ERROR_EXIT
-            ctx.exit(code)
+            error_line(exc)
+            ctx.exit(exit_code(exc))
         except click.UsageError as exc:
             # One line, as every invalid input gets, instead of click's usage block; --help shows the usage.
             command = exc.ctx.command_path if exc.ctx is not None else ctx.command_path
-            click.echo(f"Error: {_one_line(exc.format_message())} (see '{command} --help')", err=True)
+            error_line(f"{exc.format_message()} (see '{command} --help')")
             ctx.exit(exc.exit_code)
-
-
-def _one_line(text: object) -> str:
-    return printable(" ".join(str(text).split()))
 
 
 def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
@@ -191,8 +183,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, prog_name="olive")
     except OliveError as exc:  # raised while parsing, e.g. a broken plugin in strict mode during --help
-        click.echo(f"Error: {_one_line(exc)}", err=True)
-        sys.exit(CONFIG_ERROR_EXIT if isinstance(exc, PassConfigError | WorkflowConfigError) else ERROR_EXIT)
+        fail(exc)
 
 
 if __name__ == "__main__":

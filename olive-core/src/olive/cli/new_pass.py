@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 import olive
+from olive.cli.failure import fail
 from olive.config_errors import user_path
 from olive.exceptions import TemplateError
 from olive.plugins.install_hints import install_line
@@ -35,9 +36,6 @@ OPTIONS = {
     "license": "--license",
     "olive_core_min_version": "--olive-core-min-version",
 }
-
-#: Exit code for a name or folder the user must change (the same as a config error).
-USAGE_ERROR_EXIT = 2
 
 
 def find_template() -> Path:
@@ -206,9 +204,8 @@ def new_pass_command(ctx: click.Context, no_input: bool, output_dir: Path, templ
         answers = resolve_answers(given, template, interactive=not no_input)
         project = render_pass_project(answers, output_dir, template)
     except TemplateError as exc:
-        click.echo(f"Error: {exc}", err=True)
-        # A missing dependency is not the user's input; everything else is a name or folder to change.
-        ctx.exit(1 if isinstance(exc.__cause__, ImportError) else USAGE_ERROR_EXIT)
+        # A missing dependency is not the user's input (1); everything else is a name or folder to change (2).
+        fail(exc)
     click.echo(f"Created {project}")
     click.echo(f"Pass {answers['class_name']} in distribution {answers['distribution_name']}. Next:")
     click.echo(f"  cd {project}")

@@ -19,7 +19,8 @@ from typing import Any
 import attrs
 import click
 
-from olive.exceptions import OliveError, PassConfigError, WorkflowConfigError
+from olive.cli.failure import EXIT_CONFIG, EXIT_FAILED, error_line, fail, interrupted, one_line
+from olive.exceptions import OliveError, WorkflowConfigError
 from olive.optimize.data import data_source
 from olive.optimize.facts import read_model_facts
 from olive.optimize.keep import parse_keep
@@ -27,7 +28,6 @@ from olive.optimize.options import DEFAULT_MAX_SAMPLES, OptimizeOptions, parse_d
 from olive.optimize.recipe import Recipe, build_workflow
 
 WORKFLOW_FILE = "optimize_workflow.json"
-EXIT_FAILED, EXIT_CONFIG = 1, 2
 
 
 class _OneLineErrors(click.Command):
@@ -37,8 +37,7 @@ class _OneLineErrors(click.Command):
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
         except click.UsageError as exc:
-            message = " ".join(exc.format_message().split()).rstrip(".")
-            click.echo(f"Error: {message}; see 'olive {self.name} --help'", err=True)
+            error_line(f"{one_line(exc.format_message()).rstrip('.')}; see 'olive {self.name} --help'")
             sys.exit(EXIT_CONFIG)
 
 
@@ -203,22 +202,10 @@ def _run(quantize_only: bool, output_default: str, params: dict[str, Any]) -> No
     verbose = params["verbose"]
     try:
         _main(quantize_only, output_default, params)
-    except (PassConfigError, WorkflowConfigError) as exc:
-        _fail(exc, EXIT_CONFIG, verbose)
     except OliveError as exc:
-        _fail(exc, EXIT_FAILED, verbose)
+        fail(exc, verbose)
     except KeyboardInterrupt:
-        click.echo("Error: interrupted; finished pass runs are cached and reused by the next run", err=True)
-        sys.exit(130)
-
-
-def _fail(exc: BaseException, code: int, verbose: bool) -> None:
-    if verbose:
-        import traceback
-
-        traceback.print_exception(exc, file=sys.stderr)
-    click.echo(f"Error: {' '.join(str(exc).split())}", err=True)
-    sys.exit(code)
+        interrupted()
 
 
 def _main(quantize_only: bool, output_default: str, params: dict[str, Any]) -> None:
@@ -299,7 +286,7 @@ def _main(quantize_only: bool, output_default: str, params: dict[str, Any]) -> N
         if cut_short:
             click.echo(f"Search:   {cut_short}")
         click.echo(f"Workflow: {workflow_path} (edit it and rerun with olive run; finished runs are cached)")
-        click.echo(f"Error: {closest_miss(output, recipe.keeps, recipe.latency_budget)}", err=True)
+        error_line(closest_miss(output, recipe.keeps, recipe.latency_budget))
         sys.exit(EXIT_FAILED)
     click.echo("Chosen model, against the input model:")
     for line in comparison_lines(output, recipe.keeps):

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from olive.cli.failure import EXIT_FAILED, error_line
 from olive.cli.layout import minimum_width, plain_text
 from olive.plugins.install_hints import install_line
 
@@ -50,13 +51,12 @@ def passes_command(name: str | None, as_json: bool, check: bool) -> None:
     else:
         _print_table(entries, summaries)
     if failed:
-        click.echo(
-            f"Error: {len(failed)} pass(es) failed to load: "
+        error_line(
+            f"{len(failed)} pass(es) failed to load: "
             + ", ".join(f"{e.name} ({e.requirement})" for e in failed)
-            + "; `olive passes NAME` shows why",
-            err=True,
+            + "; `olive passes NAME` shows why"
         )
-        sys.exit(1)
+        sys.exit(EXIT_FAILED)
 
 
 _STATUS_STYLE = {"ok": "green", "not loaded": "dim", "failed": "bold red", "blocked": "yellow"}

@@ -46,6 +46,11 @@ def _status(item: dict[str, Any]) -> str:
     return item["status"] if not item["errors"] else f"{item['status']}: {'; '.join(item['errors'])}"
 
 
+def _registers(item: dict[str, Any]) -> list[str]:
+    """The metric types and samplers a distribution's hooks add, as a workflow names them."""
+    return [f"metric {name}" for name in item["metrics"]] + [f"sampler {name}" for name in item["samplers"]]
+
+
 def _table(plugins: list[dict[str, Any]]) -> Any:
     from rich import box
     from rich.table import Table
@@ -53,12 +58,15 @@ def _table(plugins: list[dict[str, Any]]) -> Any:
 
     table = Table(title="Plugin distributions", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
     hooks = any(item["hooks"] for item in plugins)
+    registers = any(_registers(item) for item in plugins)
     table.add_column("Distribution", no_wrap=True)
     table.add_column("Version", no_wrap=True)
     # A pass or hook name is never cut; the status wraps between words.
     table.add_column("Passes", no_wrap=True)
     if hooks:
         table.add_column("Hooks", no_wrap=True)
+    if registers:
+        table.add_column("Registers", no_wrap=True)
     table.add_column("Status", overflow="fold", min_width=10)
     for item in plugins:
         table.add_row(
@@ -66,6 +74,7 @@ def _table(plugins: list[dict[str, Any]]) -> Any:
             item["version"],
             Text("\n".join(item["passes"]) or "-"),
             *([Text("\n".join(item["hooks"]) or "-")] if hooks else []),
+            *([Text("\n".join(_registers(item)) or "-")] if registers else []),
             Text(_status(item)),
         )
     return table
@@ -81,11 +90,13 @@ def _print_blocks(console: Any, plugins: list[dict[str, Any]]) -> None:
         for label in ("passes", "hooks"):
             if item[label]:
                 console.print(Padding(Text(f"{label}: " + ", ".join(item[label])), (0, 0, 0, 4)))
+        if _registers(item):
+            console.print(Padding(Text("registers: " + ", ".join(_registers(item))), (0, 0, 0, 4)))
 
 
 def collect_plugins(load_hooks: bool = True) -> list[dict[str, Any]]:
-    """One dict per plugin distribution: ``name``, ``version``, ``passes``, ``hooks``, ``status``,
-    ``errors``; sorted by name. Pass modules are never imported."""
+    """One dict per plugin distribution: ``name``, ``version``, ``passes``, ``hooks``, the ``metrics`` and
+    ``samplers`` its hooks register, ``status``, ``errors``; sorted by name. Pass modules are never imported."""
     from olive.plugins.discovery import normalize_name
     from olive.plugins.registry import get_registry
 
@@ -94,7 +105,16 @@ def collect_plugins(load_hooks: bool = True) -> list[dict[str, Any]]:
     def item(name: str, version: str) -> dict[str, Any]:
         key = normalize_name(name)
         if key not in found:
-            found[key] = {"name": name, "version": version, "passes": [], "hooks": [], "status": "ok", "errors": []}
+            found[key] = {
+                "name": name,
+                "version": version,
+                "passes": [],
+                "hooks": [],
+                "metrics": [],
+                "samplers": [],
+                "status": "ok",
+                "errors": [],
+            }
         return found[key]
 
     registry = get_registry()
@@ -119,10 +139,48 @@ def collect_plugins(load_hooks: bool = True) -> list[dict[str, Any]]:
             PluginRecord(f"{f.distribution}:{f.name}", f.distribution, f.version, f.value)
             for f in iter_entry_points(PLUGINS_GROUP)
         ]
+    registered = _registered(records) if load_hooks else {}
     for plugin in records:
         record = item(plugin.distribution, plugin.version)
         record["hooks"].extend(plugin.hooks)
+        lists = registered.get(plugin.name, {})
+        record["metrics"].extend(lists.get("metrics", []))
+        record["samplers"].extend(lists.get("samplers", []))
+        record["errors"].extend(lists.get("failed", []) + lists.get("notes", []))
+        if lists.get("failed"):
+            record["status"] = "failed"
         if plugin.status in ("failed", "blocked"):
             record["status"] = plugin.status
             record["errors"].append(f"{plugin.value}: {plugin.error}")
     return sorted(found.values(), key=lambda r: normalize_name(r["name"]))
+
+
+def _registered(records: list[Any]) -> dict[str, dict[str, list[str]]]:
+    """``{plugin name: {"metrics": [...], "samplers": [...], "failed": [...], "notes": [...]}}``: what each hook
+    plugin registers, as a workflow can use it; a name that is built in is left out, as everywhere, with a note."""
+    from olive.evaluator.metrics.registry import BUILTIN_METRIC_TYPES
+    from olive.exceptions import PluginLoadError
+    from olive.plugins.manager import get_plugin_manager, plugin_registrations
+    from olive.search.samplers import BUILTIN_SAMPLERS
+
+    pm = get_plugin_manager()
+    found: dict[str, dict[str, list[str]]] = {record.name: {} for record in records}
+    for label, hook, builtin, what in (
+        ("metrics", "olive_register_metrics", BUILTIN_METRIC_TYPES, "metric type"),
+        ("samplers", "olive_register_samplers", BUILTIN_SAMPLERS, "sampler"),
+    ):
+        try:
+            registrations = plugin_registrations(hook, builtin, what, pm)
+        except PluginLoadError as exc:
+            # The message names the plugin whose hook failed: the listing shows it against that plugin.
+            for name, lists in found.items():
+                if name in str(exc):
+                    lists.setdefault("failed", []).append(str(exc))
+            continue
+        for registration in registrations.values():
+            found.setdefault(registration.plugin, {}).setdefault(label, []).append(registration.name)
+        for (shadowed_hook, name), plugin in pm.shadowed.items():
+            if shadowed_hook == hook and plugin in found:
+                message = f"{hook} registers {what} '{name}', which is built in; the built-in one is used"
+                found[plugin].setdefault("notes", []).append(message)
+    return found

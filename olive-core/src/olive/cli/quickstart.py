@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from olive.cli.failure import EXIT_FAILED, error_line, interrupted
 from olive.config_errors import user_path
 from olive.exceptions import OliveError
 from olive.plugins.install_hints import install_line
@@ -295,8 +296,7 @@ def quickstart_command(directory: Path | None, force: bool, no_run: bool, verbos
         try:
             output = execute(prepared, show_progress=True)
         except KeyboardInterrupt:
-            click.echo("Error: interrupted; finished pass runs are cached and reused by the next run", err=True)
-            sys.exit(130)
+            interrupted()
     goals = goals_of(prepared.workflow)
     print_candidates(output, goals)
     report = None
@@ -304,8 +304,8 @@ def quickstart_command(directory: Path | None, force: bool, no_run: bool, verbos
         report = write_report(output.output_dir, goals=goals)
     elapsed = time.perf_counter() - start
     if output.best is None:
-        click.echo(f"Error: {output.reason}", err=True)
-        sys.exit(1)
+        error_line(output.reason)
+        sys.exit(EXIT_FAILED)
     click.echo("Chosen model, against the input model:")
     for line in _comparison(output):
         click.echo(f"  {line}")

@@ -10,24 +10,9 @@ from pathlib import Path
 
 import click
 
-from olive.config_errors import printable, user_path
-from olive.exceptions import OliveError, PassConfigError, WorkflowConfigError
-
-EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
-
-
-def _one_line(exc: BaseException) -> str:
-    return printable(" ".join(str(exc).split()))
-
-
-def _fail(exc: BaseException, verbose: bool) -> None:
-    code = EXIT_CONFIG if isinstance(exc, PassConfigError | WorkflowConfigError) else EXIT_FAILED
-    if verbose:
-        import traceback
-
-        traceback.print_exception(exc, file=sys.stderr)
-    click.echo(f"Error: {_one_line(exc)}", err=True)
-    sys.exit(code)
+from olive.cli.failure import EXIT_FAILED, INTERRUPTED_BEFORE_RUN, error_line, fail, interrupted
+from olive.config_errors import user_path
+from olive.exceptions import OliveError, WorkflowConfigError
 
 
 @click.command("run")
@@ -69,13 +54,13 @@ def run_command(
     from olive.workflows.run import execute, prepare
 
     if config_file is not None and config_path is not None and config_file != config_path:
-        _fail(
+        fail(
             WorkflowConfigError(f"two workflow files given ('{config_file}' and --config '{config_path}'); give one"),
             verbose,
         )
     config_path = config_path or config_file
     if config_path is None:
-        _fail(WorkflowConfigError("no workflow file given; run `olive run FILE` (a JSON or YAML workflow)"), verbose)
+        fail(WorkflowConfigError("no workflow file given; run `olive run FILE` (a JSON or YAML workflow)"), verbose)
 
     overrides = {}
     try:
@@ -83,29 +68,27 @@ def run_command(
             if value is not None:
                 overrides[key] = str(user_path(str(value), option, None, kind="folder"))
     except OliveError as exc:
-        _fail(exc, verbose)
+        fail(exc, verbose)
     with _logging(verbose):
         try:
             with _held_logs(show_on_error=verbose):
                 prepared = prepare(config_path, **overrides)
         except OliveError as exc:
-            _fail(exc, verbose)
+            fail(exc, verbose)
         except KeyboardInterrupt:
-            click.echo("Error: interrupted before anything ran", err=True)
-            sys.exit(130)
+            interrupted(INTERRUPTED_BEFORE_RUN)
         if dry_run:
             _print_dry_run(prepared)
             return
         try:
             output = execute(prepared, show_progress=True)
         except OliveError as exc:
-            _fail(exc, verbose)
+            fail(exc, verbose)
         except KeyboardInterrupt:
-            click.echo("Error: interrupted; finished pass runs are cached and reused by the next run", err=True)
-            sys.exit(130)
+            interrupted()
     _print_summary(output)
     if output.best is None:
-        click.echo(f"Error: {printable(output.reason)}", err=True)
+        error_line(output.reason)
         sys.exit(EXIT_FAILED)
 
 

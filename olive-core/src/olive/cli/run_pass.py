@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import shutil
-import sys
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
+from olive.cli.failure import fail
 from olive.config_errors import check_document, load_json, printable, user_path
 from olive.exceptions import (
     ExecutionProviderError,
     ModelLoadError,
     OliveError,
-    PassConfigError,
     PassRunError,
     UnknownPassError,
     WorkflowConfigError,
@@ -108,12 +107,7 @@ def run_pass_command(
     try:
         output = _run(pass_name, pass_config, model_path, output_dir, device, execution_provider, task)
     except OliveError as exc:
-        if verbose:
-            import traceback
-
-            traceback.print_exception(exc, file=sys.stderr)
-        click.echo(f"Error: {printable(' '.join(str(exc).split()))}", err=True)
-        sys.exit(2 if isinstance(exc, PassConfigError | WorkflowConfigError) else 1)
+        fail(exc, verbose)
     click.echo(f"{pass_name}: wrote {output.model_path}")
 
 

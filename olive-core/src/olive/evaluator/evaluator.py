@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -11,24 +10,11 @@ from typing import TYPE_CHECKING, Any
 from olive.data.components import normalize_batch
 from olive.data.feeds import check_feeds
 from olive.data.user_script import get_user_function, load_user_script
-from olive.evaluator.metric import RATIO_PREFIX, Metric, assign_priorities, plugin_metrics
+from olive.evaluator.metric import Metric, assign_priorities
+from olive.evaluator.metrics.registry import find_metric_type
 from olive.evaluator.result import MetricResult, SubMetricResult, joint_key
-from olive.evaluator.scores import classification_scores
 from olive.exceptions import OliveError, WorkflowConfigError, closest_match_hint
-from olive.measure import (
-    OutputVectors,
-    agreement_scores,
-    check_one_sample,
-    describe_session,
-    interleaved_runs,
-    latency_summary,
-    paired_round_size,
-    ratios_to_reference,
-    session_runner,
-    synthetic_inputs,
-    timed_runs,
-    trim_right_padding,
-)
+from olive.measure import describe_session, synthetic_inputs
 
 if TYPE_CHECKING:
     import onnxruntime
@@ -145,11 +131,17 @@ class OliveEvaluator:
         self.validate()
         if isinstance(execution_providers, str):
             execution_providers = [execution_providers]
-        run = _Run(self, model, reference_model, list(execution_providers) if execution_providers else None)
+        run = MetricRun(self, model, reference_model, list(execution_providers) if execution_providers else None)
         run.target_settings = dict(target_settings or {})
         result = MetricResult()
         for metric in self.metrics:
-            values, metadata = run.measure(metric)
+            metric_type = find_metric_type(metric.type)
+            if metric_type is None:
+                raise OliveError(
+                    f"{metric.json_path}.type: metric type '{metric.type}' is no longer registered by any plugin; "
+                    "reinstall the plugin that provides it"
+                )
+            values, metadata = metric_type.measure(run, metric)
             missing = [sub.name for sub in metric.sub_types if sub.name not in values]
             if missing:
                 raise OliveError(
@@ -171,8 +163,14 @@ class OliveEvaluator:
         return None if metric.data_config is None else self.data_configs[metric.data_config]
 
 
-class _Run:
-    """State of one ``evaluate`` call: sessions are built once per model and shared by its metrics."""
+class MetricRun:
+    """One ``evaluate`` call, as a metric type's ``measure(run, metric)`` sees it.
+
+    ``model`` is measured, ``reference`` is what it is compared with (the model itself when there is none).
+    ``session(model, metric)`` gives the model's onnxruntime session on the evaluation's target (built once per
+    model and settings, shared by the metrics), ``batches(metric, model)`` the checked feeds and labels of the
+    metric's data, ``run_model`` one run's outputs by name, ``metadata`` what a result records.
+    """
 
     def __init__(
         self,
@@ -310,99 +308,38 @@ class _Run:
             )
         return metric.output_name
 
-    # ------------------------------------------------------------------------------------- metrics
+    # ------------------------------------------------------------------------------------- for metric types
 
-    def measure(self, metric: Metric) -> tuple[dict[str, float], dict[str, Any]]:
-        kind = metric.type
-        if kind in ("latency", "throughput"):
-            return self._latency(metric)
-        if kind == "accuracy":
-            return self._accuracy(metric)
-        if kind == "agreement":
-            return self._agreement(metric)
-        if kind == "size_on_disk":
-            return {"bytes": float(_size_on_disk(self.model))}, {"model_path": str(self.model.model_path)}
-        if kind == "custom":
-            return self._custom(metric)
-        return self._plugin(metric)
+    def data_config(self, metric: Metric) -> DataConfig | None:
+        """The metric's data config (None: the metric names none and runs on synthetic inputs)."""
+        return self.evaluator.data_config_of(metric)
 
-    def _metadata(self, metric: Metric, model: OliveModelHandler, **extra: Any) -> dict[str, Any]:
+    def user_function(self, metric: Metric, key: str) -> Callable[..., Any]:
+        """The function ``metric.user_config[key]`` names, from its user script."""
+        return self.evaluator._user_function(metric, key)
+
+    def path(self, value: str | Path) -> Path:
+        """``value`` resolved against the workflow's folder."""
+        return self.evaluator._path(value)
+
+    @property
+    def reference_outputs(self) -> dict[tuple, list[Any]]:
+        """Outputs of the reference model kept across the evaluations of a search, by what produced them."""
+        return self.evaluator._reference_outputs
+
+    def metadata(self, metric: Metric, model: OliveModelHandler, **extra: Any) -> dict[str, Any]:
+        """What a metric's result records: its data config, the session's providers and settings, ``extra``."""
         _, info = self.session(model, metric)
-        data_config = self.evaluator.data_config_of(metric)
+        data_config = self.data_config(metric)
         return {"data_config": data_config.name if data_config else None, **info, **extra}
 
-    def _latency(self, metric: Metric) -> tuple[dict[str, float], dict[str, Any]]:
-        import numpy as np
-
-        feeds, _ = next(iter(self.batches(metric, self.model)))
-        batch = len(next(iter(feeds.values()))) if feeds and next(iter(feeds.values())).ndim else 1
-        io_bind = bool(metric.user_config.get("io_bind"))
-        # The input model evaluated in a worker process is another handler of the same file: still itself.
-        # (The same file on another target is not itself: its sessions run elsewhere.)
-        itself = self.reference is self.model or (
-            str(self.reference.model_path) == str(self.model.model_path)
-            and self.settings_for(self.reference, metric) == self.settings_for(self.model, metric)
-        )
-        paired = not itself and any(s.name.startswith(RATIO_PREFIX) for s in metric.sub_types)
-        infer = self._infer(self.model, metric, feeds, io_bind)
-        timing = {"warmup": metric.warmup_num, "sleep_s": metric.sleep_num}
-        if paired:
-            ref_name = f"reference model '{Path(self.reference.model_path).name}'"
-            ref_feeds = check_feeds(
-                feeds, self.reference.get_io_config(), f"metric '{metric.name}'", ref_name, cast=True
-            )
-            ref_infer = self._infer(self.reference, metric, ref_feeds, io_bind)
-            per_round = paired_round_size(metric.repeat_test_num)
-            rounds = interleaved_runs([infer, ref_infer], metric.repeat_test_num, per_round=per_round, **timing)
-            seconds = [t for times in rounds for t in times[0]]
-        else:
-            rounds, seconds = None, timed_runs(infer, metric.repeat_test_num, **timing)
-
-        def measured(times: Any) -> Any:
-            # latency in milliseconds per run; throughput in samples per second
-            times = np.maximum(np.asarray(times, dtype=np.float64), 1e-12)
-            return times * 1000.0 if metric.type == "latency" else batch / times
-
-        stats = latency_summary(measured(seconds))
-        extra: dict[str, Any] = {}
-        if rounds is not None:
-            ref_stats = latency_summary(measured([t for times in rounds for t in times[1]]))
-            relative = ratios_to_reference(rounds)
-            ratios = relative if metric.type == "latency" else 1.0 / np.maximum(relative, 1e-12)
-            stats.update({RATIO_PREFIX + k: v for k, v in latency_summary(ratios).items()})
-            extra["paired_with"] = {"model": str(self.reference.model_path), **ref_stats}
-        else:
-            # The reference model against itself (or no reference given): the ratio is 1 by definition.
-            stats.update({RATIO_PREFIX + k: 1.0 for k in list(stats)})
-        meta = self._metadata(
-            metric,
-            self.model,
-            unit="ms" if metric.type == "latency" else "samples/s",
-            batch_size=batch,
-            warmup_num=metric.warmup_num,
-            repeat_test_num=metric.repeat_test_num,
-            io_bind=io_bind,
-            synthetic_inputs=self.evaluator.data_config_of(metric) is None,
-            **extra,
-        )
-        return stats, meta
-
-    def _infer(
-        self, model: OliveModelHandler, metric: Metric, feeds: dict[str, Any], io_bind: bool
-    ) -> Callable[[], None]:
-        """One timed unit of work: a run of ``model`` on ``feeds``; failures name the metric and the model."""
-        session, _ = self.session(model, metric)
-        return session_runner(
-            session, feeds, io_bind, what=f"model '{model.model_path}'", owner=f"metric '{metric.name}'"
-        )
-
-    def _predictions(self, metric: Metric) -> tuple[Any, Any, Any, int]:
+    def predictions(self, metric: Metric) -> tuple[Any, Any, Any, int]:
         """Post-processed predictions, raw outputs and labels over all batches of the metric's data."""
         import numpy as np
 
-        data_config = self.evaluator.data_config_of(metric)
+        data_config = self.data_config(metric)
         post_func = (
-            self.evaluator._user_function(metric, "post_processing_func")
+            self.user_function(metric, "post_processing_func")
             if metric.user_config.get("post_processing_func")
             else None
         )
@@ -423,137 +360,8 @@ class _Run:
             count += len(raw)
         return preds, raws, labels, count
 
-    def _accuracy(self, metric: Metric) -> tuple[dict[str, float], dict[str, Any]]:
-        import numpy as np
-
-        preds, _, labels, count = self._predictions(metric)
-        where = self.evaluator.data_config_of(metric)
-        if any(label is None for label in labels):
-            # The workflow pairs a labelled metric with unlabelled data: a config error, like a missing input.
-            raise WorkflowConfigError(
-                f"metric '{metric.name}' ({metric.json_path}) needs labels, but "
-                f"{where.where if where else 'its data'} yields batches without them; add a 'labels' array to "
-                "the .npz or return (inputs, label) from the dataset"
-            )
-        y_pred = np.concatenate([p.reshape(-1) for p in preds])
-        y_true = np.concatenate([lab.reshape(-1) for lab in labels])
-        if y_pred.shape != y_true.shape:
-            raise OliveError(
-                f"metric '{metric.name}': {y_pred.size} predictions but {y_true.size} labels; the labels need one "
-                "entry per prediction (use post_process_data_config to turn outputs into class ids)"
-            )
-        values = {}
-        for sub in metric.sub_types:
-            values[sub.name] = classification_scores(y_true, y_pred, sub.name, sub.metric_config)
-        return values, self._metadata(metric, self.model, num_samples=count)
-
-    def _agreement(self, metric: Metric) -> tuple[dict[str, float], dict[str, Any]]:
-        data_config = self.evaluator.data_config_of(metric)
-        ref_key = None
-        if data_config is not None and self.reference is not self.model:
-            ref_key = (
-                _file_identity(self.reference),
-                data_config.name,
-                metric.output_name,
-                metric.pooling,
-                metric.mask_input,
-                metric.trim_padding,
-                metric.user_config.get("batch_size"),
-            )
-        cached = self.evaluator._reference_outputs.get(ref_key) if ref_key else None
-        ref_io = self.reference.get_io_config() if self.reference is not self.model else None
-        vectors = OutputVectors(
-            pooling=metric.pooling, mask_input=metric.mask_input, owner=f"{metric.json_path}.pooling"
-        )
-        candidates, references = [], []
-        io_config = self.model.get_io_config() if metric.trim_padding else None
-        for index, (feeds, _) in enumerate(self.batches(metric, self.model)):
-            if io_config is not None:
-                check_one_sample(feeds, metric.mask_input, owner=f"{metric.json_path}.trim_padding")
-                feeds = trim_right_padding(feeds, metric.mask_input, io_config)
-            candidates.append(self._vectors(self.model, metric, feeds, vectors))
-            if cached is not None and index < len(cached):
-                references.append(cached[index])
-            else:
-                ref_feeds = feeds
-                if ref_io is not None:
-                    # the reference may take other input dtypes (e.g. float32 against a float16 candidate)
-
-                    ref_name = f"reference model '{Path(self.reference.model_path).name}'"
-                    ref_feeds = check_feeds(feeds, ref_io, f"metric '{metric.name}'", ref_name, cast=True)
-                references.append(self._vectors(self.reference, metric, ref_feeds, vectors))
-        if ref_key is not None:
-            self.evaluator._reference_outputs[ref_key] = references
-        try:
-            # batch by batch: unpooled samples at their real length differ in shape from one another
-            values = agreement_scores(candidates, references)
-        except OliveError as exc:
-            raise OliveError(
-                f"{exc.reason}; the model's and the reference model's outputs must match (set output_name)",
-                owner=f"metric '{metric.name}'",
-            ) from exc
-        meta = self._metadata(
-            metric,
-            self.model,
-            num_samples=int(sum(len(c) for c in candidates)),
-            reference_model=str(self.reference.model_path) if self.reference is not self.model else "self",
-            synthetic_inputs=data_config is None,
-        )
-        return values, meta
-
-    def _vectors(self, model: OliveModelHandler, metric: Metric, feeds: dict[str, Any], vectors: OutputVectors) -> Any:
-        outputs = self.run_model(model, metric, feeds)
-        name = self.output_key(outputs, metric, model)
-        return vectors.of({name: outputs[name]}, feeds)
-
-    def _custom(self, metric: Metric) -> tuple[dict[str, float], dict[str, Any]]:
-        data_config = self.evaluator.data_config_of(metric)
-        if metric.user_config.get("evaluate_func"):
-            func = self.evaluator._user_function(metric, "evaluate_func")
-            data_dir = metric.user_config.get("data_dir")
-            available = {
-                "data": data_config.create_dataloader() if data_config else None,
-                "data_config": data_config,
-                "data_dir": str(self.evaluator._path(data_dir)) if data_dir else None,
-                "batch_size": metric.user_config.get("batch_size", 1),
-                "device": "cpu",
-                "execution_providers": self.execution_providers,
-                "reference_model": self.reference,
-            }
-            kwargs = dict(metric.user_config.get("evaluate_func_kwargs") or {})
-            raw = self._call_user(func, metric, "evaluate_func", (self.model,), _fit_kwargs(func, available, kwargs))
-            name = "evaluate_func"
-        else:
-            import numpy as np
-
-            func = self.evaluator._user_function(metric, "metric_func")
-            preds, raws, labels, _ = self._predictions(metric)
-            targets = None if any(lab is None for lab in labels) else np.concatenate(labels)
-            model_output = (np.concatenate(preds), np.concatenate(raws))
-            kwargs = dict(metric.user_config.get("metric_func_kwargs") or {})
-            raw = self._call_user(func, metric, "metric_func", (model_output, targets), kwargs)
-            name = "metric_func"
-        values = _as_values(raw, metric, name)
-        return values, {"data_config": data_config.name if data_config else None, "function": name}
-
-    def _plugin(self, metric: Metric) -> tuple[dict[str, float], dict[str, Any]]:
-        evaluate = plugin_metrics().get(metric.type)
-        if evaluate is None:
-            raise OliveError(
-                f"{metric.json_path}.type: metric type '{metric.type}' is no longer registered by any plugin; "
-                "reinstall the plugin that provides it"
-            )
-        raw = self._call_user(
-            evaluate,
-            metric,
-            f"plugin metric '{metric.type}'",
-            (self.model, metric.json, self.evaluator.data_config_of(metric)),
-            {},
-        )
-        return _as_values(raw, metric, f"plugin metric '{metric.type}'"), {"plugin_metric": metric.type}
-
     @staticmethod
-    def _call_user(func: Callable[..., Any], metric: Metric, what: str, args: tuple, kwargs: dict[str, Any]) -> Any:
+    def call_user(func: Callable[..., Any], metric: Metric, what: str, args: tuple, kwargs: dict[str, Any]) -> Any:
         try:
             return func(*args, **kwargs)
         except OliveError:
@@ -567,20 +375,6 @@ class _Run:
 # ------------------------------------------------------------------------------------------------ helpers
 
 
-def _size_on_disk(model: OliveModelHandler) -> int:
-    size = getattr(model, "size_on_disk", None)
-    if size is not None:
-        return int(size)
-    path = Path(str(model.model_path))
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else path.stat().st_size
-
-
-def _file_identity(model: OliveModelHandler) -> tuple:
-    path = Path(str(model.model_path))
-    stat = path.stat()
-    return (str(path.resolve()), stat.st_size, stat.st_mtime_ns, str(getattr(model, "inference_settings", None)))
-
-
 def _default_predictions(output: Any) -> Any:
     import numpy as np
 
@@ -590,51 +384,3 @@ def _default_predictions(output: Any) -> Any:
             return output.argmax(axis=-1)
         return np.rint(output)
     return output
-
-
-def _fit_kwargs(func: Callable[..., Any], available: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
-    """Pass the optional arguments the function declares (all of Olive's when it takes ``**kwargs``)."""
-    try:
-        params = inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return given
-    names = list(params)[1:]  # the first parameter receives the model
-    takes_var = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    kwargs = {k: v for k, v in available.items() if k in names and k not in given}
-    if takes_var:
-        kwargs.update({k: available[k] for k in ("device", "execution_providers") if k not in given})
-    return {**kwargs, **given}
-
-
-def _as_values(raw: Any, metric: Metric, what: str) -> dict[str, float]:
-    import numbers
-
-    def number(value: Any, sub: str) -> float:
-        if isinstance(value, Mapping) and "value" in value:
-            value = value["value"]
-        value = getattr(value, "value", value)
-        try:
-            return float(value)
-        except (TypeError, ValueError):
-            raise OliveError(
-                f"metric '{metric.name}' ({metric.json_path}): {what} returned {value!r} for '{sub}'; return a number"
-            ) from None
-
-    if isinstance(raw, numbers.Real) or (hasattr(raw, "item") and getattr(raw, "ndim", 1) == 0):
-        if len(metric.sub_types) != 1:
-            raise OliveError(
-                f"metric '{metric.name}' ({metric.json_path}): {what} returned one number but the metric has "
-                f"sub types {', '.join(s.name for s in metric.sub_types)}; return a dict keyed by sub type"
-            )
-        return {metric.sub_types[0].name: number(raw, metric.sub_types[0].name)}
-    if isinstance(raw, Mapping):
-        values: dict[str, float] = {}
-        for key, value in raw.items():
-            # a MetricResult-style key "name-sub" is accepted too
-            sub = key[len(metric.name) + 1 :] if key.startswith(f"{metric.name}-") else key
-            values[sub] = number(value, sub)
-        return values
-    raise OliveError(
-        f"metric '{metric.name}' ({metric.json_path}): {what} returned {type(raw).__name__}; return a number or a "
-        "dict of sub type -> number"
-    )

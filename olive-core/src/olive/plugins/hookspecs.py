@@ -48,17 +48,27 @@ hookspec = pluggy.HookspecMarker("olive")
 
 
 @hookspec
-def olive_register_metrics(register: Callable[[str, Callable[..., dict[str, float]]], None]) -> None:
+def olive_register_metrics(register: Callable[[str, Any], None]) -> None:
     """Register metric types that workflows can name in ``evaluators.*.metrics[*].type``.
 
-    Fires once per process (per plugin manager), the first time Olive looks up metric types: when a
-    workflow's evaluator config is validated.
+    Fires once per process (per plugin manager), the first time Olive looks up a metric type that is not
+    built in (when a workflow's evaluator config is validated), and for ``olive plugins``, which lists what
+    each plugin registers.
 
-    :param register: call ``register(name, evaluate)`` once per metric type. ``evaluate(model, metric,
-        data)`` receives the :class:`~olive.model.ONNXModelHandler` to measure, the metric's JSON config
-        (a dict, with ``sub_types``) and the metric's ``DataConfig`` (or None when the metric names no
-        data); it returns ``{sub_type_name: value}``. Two plugins registering one name is an error naming
-        both.
+    :param register: call ``register(name, metric)`` once per metric type. ``metric`` is either
+
+        - a function ``evaluate(model, metric, data)``: it receives the :class:`~olive.model.ONNXModelHandler`
+          to measure, the metric's JSON config (a dict, with ``sub_types``) and the metric's ``DataConfig``
+          (or None when the metric names no data), and returns ``{sub_type_name: value}``. Workflows name its
+          sub types; each needs ``higher_is_better`` unless the function has a ``higher_is_better`` attribute
+          (a bool, or ``{sub_type_name: bool}``); or
+        - an instance of a :class:`olive.evaluator.metrics.MetricType` subclass, named ``name``, which declares
+          its sub types and directions (checked like a built-in type's) and measures in ``measure(run, metric)``.
+
+        Names clash by one rule, the same for samplers: a built-in name (``latency``, ``accuracy``...) always
+        means the built-in metric type, so installing a plugin never changes what an existing workflow
+        measures; the plugin's registration of that name is left out with a warning naming the plugin (its
+        other names work). Two plugins registering one name is an error naming both.
     """
 
 
@@ -72,7 +82,9 @@ def olive_register_samplers(register: Callable[[str, Callable[..., Any]], None])
     :param register: call ``register(name, factory)`` once per sampler. ``factory(search_space, options,
         seed)`` receives the :class:`~olive.search.search_space.JointSearchSpace`, the sampler's options
         from the workflow (a dict) and the seed (int or None), and returns an
-        ``olive.search.samplers.Sampler``.
+        ``olive.search.samplers.Sampler``. A built-in name (``sequential``, ``random``, ``tpe``) always means
+        the built-in sampler: the plugin's registration of it is left out with a warning, as for metric types.
+        Two plugins registering one name is an error naming both.
     """
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import attrs
@@ -38,6 +38,7 @@ __all__ = [
     "get_plugin_metrics",
     "get_plugin_samplers",
     "new_plugin_manager",
+    "plugin_registrations",
     "set_plugin_manager",
     "use_plugin_manager",
 ]
@@ -80,6 +81,8 @@ class OlivePluginManager(pluggy.PluginManager):
         self.add_hookspecs(hookspecs)
         self.policy = policy or PluginPolicy()
         self.records: list[PluginRecord] = []
+        # (hook, name) of registrations left out because the name is built in: each is warned about once.
+        self.shadowed: dict[tuple[str, str], str] = {}
 
     @property
     def policy_strict(self) -> bool:
@@ -221,6 +224,32 @@ def collect_registrations(hook_name: str, pm: OlivePluginManager | None = None) 
                 f"plugin {plugin_name}: {hook_name} raised {describe_exception(exc)}; "
                 "disable it with OLIVE_DISABLE_PLUGINS"
             ) from exc
+    return found
+
+
+def plugin_registrations(
+    hook_name: str, builtin: Collection[str], what: str, pm: OlivePluginManager | None = None
+) -> dict[str, Registration]:
+    """What plugins register through ``hook_name``, less the names in ``builtin``.
+
+    Olive's one clash policy for registered names (metric types, samplers): a built-in name wins. A plugin
+    cannot change what a workflow that names ``latency`` or ``tpe`` measures or runs, and a plugin that
+    takes a built-in name does not stop workflows that never use its other names. The clash is logged as a
+    warning once per plugin manager, naming the plugin and what to do.
+    """
+    pm = pm or get_plugin_manager()
+    found = collect_registrations(hook_name, pm)
+    for name in sorted(set(found) & set(builtin)):
+        plugin = found.pop(name).plugin
+        if (hook_name, name) not in pm.shadowed:
+            pm.shadowed[(hook_name, name)] = plugin
+            logger.warning(
+                "plugin %s registers %s '%s', which is built in; keeping the built-in one (rename it in the plugin "
+                "to use it)",
+                plugin,
+                what,
+                name,
+            )
     return found
 
 

@@ -12,7 +12,8 @@ built-ins do (``tpe`` keeps one open optuna trial per pending point).
 
 Built in: ``sequential`` (enumeration order), ``random`` (a seeded permutation, no repeats) and ``tpe``
 (optuna's TPE through its ask/tell interface; optuna is imported only when this sampler is used). A plugin
-adds one through the ``olive_register_samplers`` hook::
+adds one through the ``olive_register_samplers`` hook (a built-in name always means the built-in sampler, as
+for metric types)::
 
     @hookimpl
     def olive_register_samplers(register):
@@ -29,7 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from olive.exceptions import WorkflowConfigError, closest_match_hint
-from olive.plugins.manager import get_plugin_samplers
+from olive.plugins.manager import plugin_registrations
 from olive.search.search_parameter import SpecialParamValue
 
 logger = logging.getLogger(__name__)
@@ -208,13 +209,9 @@ BUILTIN_SAMPLERS: dict[str, SamplerFactory] = {
 
 def available_samplers() -> dict[str, SamplerFactory]:
     """Built-in samplers plus those registered through ``olive_register_samplers``."""
-    samplers = dict(BUILTIN_SAMPLERS)
-    for name, factory in get_plugin_samplers().items():
-        if name in BUILTIN_SAMPLERS:
-            logger.warning("A plugin registers sampler '%s', which is built in; keeping the built-in one.", name)
-            continue
-        samplers[name] = factory
-    return samplers
+    # A plugin sampler named like a built-in one is left out with a warning (Olive's one clash policy).
+    registered = plugin_registrations("olive_register_samplers", BUILTIN_SAMPLERS, "sampler")
+    return {**BUILTIN_SAMPLERS, **{name: reg.obj for name, reg in registered.items()}}
 
 
 def create_sampler(

@@ -1,4 +1,5 @@
-"""Test kit for pass authors: tiny model factories, running a pass, the pass contract check, venvs.
+"""Test kit for pass authors: tiny model factories, running a pass, the pass contract check, venvs, and a
+distribution's import map read from its source (``check_distribution``).
 
 Also a pytest plugin (fixtures ``tiny_mlp``, ``tiny_conv``, ``tiny_bert``, ``run_pass``,
 ``isolated_registry``, ``fresh_venv``), active as soon as olive-core is installed.
@@ -27,6 +28,7 @@ _LAZY = {
     "Venv": "olive.testing.venv",
     "run_watched": "olive.testing.processes",
     "StalledProcessError": "olive.testing.processes",
+    "check_distribution": "olive.testing.imports",
 }
 
 __all__ = sorted(_LAZY)
