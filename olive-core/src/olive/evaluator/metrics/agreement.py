@@ -37,7 +37,7 @@ class AgreementMetric(MetricType):
         if data_config is not None and run.reference is not run.model:
             ref_key = (
                 _file_identity(run.reference),
-                data_config.name,
+                (data_config.name, data_config.role),
                 metric.output_name,
                 metric.pooling,
                 metric.mask_input,
