@@ -429,3 +429,16 @@ def test_npz_data_keyed_by_input_name_is_checked_against_the_model(tmp_path, ber
     np.savez(tmp_path / "partial.npz", input_ids=np.ones((2, 8), dtype=np.int64))
     line = one_line_error(invoke("optimize", str(model), "--data", str(tmp_path / "partial.npz")), 2)
     assert line.startswith("Error: --data: ") and "does not provide input(s) 'attention_mask', 'token_type_ids'" in line
+
+
+def test_provider_all_names_what_it_searches_and_what_it_leaves_out(bert) -> None:
+    # olive-core knows the OpenVINO plugin provider, which this environment does not install.
+    model, data = bert
+    result = invoke("optimize", str(model), "--data", str(data), "--provider", "all", "--dry-run")
+    assert result.exit_code == 0, result.output
+    [note] = [line for line in result.stdout.splitlines() if line.startswith("Note:   --provider all")]
+    assert note.startswith(
+        "Note:   --provider all on cpu: CPUExecutionProvider; left out: OpenVINOExecutionProvider (not installed: "
+        "pip install onnxruntime-ep-openvino)"
+    ), note
+    assert note.endswith("(olive eps lists them)")

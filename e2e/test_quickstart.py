@@ -211,3 +211,43 @@ def test_quickstart_caches_in_the_per_user_cache(quickstart: tuple[Path, subproc
     info = olive("cache", "info", "--json")
     assert json.loads(info.stdout)["cache_dir"] == os.environ["OLIVE_CACHE_DIR"]
     assert json.loads(info.stdout)["runs"] > 0
+
+
+def _read_only(folder: Path) -> list[str] | None:
+    """A command prefix that runs with ``folder`` read-only: a read-only bind mount in a mount namespace of its own
+    for root (whom folder permissions do not stop), folder permissions otherwise; None where neither works."""
+    import os
+    import shutil
+
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        return []
+    if shutil.which("unshare") is None:
+        return None
+    probe = subprocess.run(["unshare", "-m", "--propagation", "private", "true"], capture_output=True)
+    if probe.returncode != 0:
+        return None
+    mount = f'mount --bind {folder} {folder} && mount -o remount,bind,ro {folder} && exec "$@"'
+    return ["unshare", "-m", "--propagation", "private", "sh", "-c", mount, "sh"]
+
+
+def test_quickstart_into_a_read_only_folder_is_exit_2_naming_it(tmp_path: Path) -> None:
+    import sys
+
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    prefix = _read_only(folder)
+    if prefix is None:
+        pytest.skip("cannot make a read-only folder here (root without a mount namespace)")
+    script = Path(sys.executable).with_name("olive")
+    try:
+        result = subprocess.run(
+            [*prefix, str(script), "quickstart", str(folder / "qs"), "--no-run"], capture_output=True, text=True
+        )
+    finally:
+        folder.chmod(0o755)
+    assert result.returncode == 2, result.stdout + result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith(f"Error: DIRECTORY: cannot write the quickstart files into '{folder / 'qs'}'"), line
+    assert "name a folder you can write in" in line
+    assert not any(folder.iterdir())

@@ -224,3 +224,18 @@ def test_a_hugging_face_folder_without_its_plugin_names_the_distribution(tmp_pat
     with use_model_type_registry(new_model_type_registry(entry_points=False)):
         line = one_line_error(invoke("optimize", str(tmp_path), "--dry-run"))
     assert line.startswith("Error: MODEL: ") and "olive-passes-torch" in line and "pip install" in line
+
+
+def test_a_typo_in_a_local_path_is_not_taken_for_a_hub_id(tmp_path, monkeypatch) -> None:
+    save_model(mlp_model(), tmp_path / "model")
+    monkeypatch.chdir(tmp_path)
+    line = one_line_error(invoke("optimize", "model/modle.onnx", "--dry-run"))
+    assert line == (
+        "Error: MODEL: 'model/modle.onnx' does not exist: 'model' has no 'modle.onnx' (did you mean 'model.onnx'?); "
+        "give an ONNX file or a Hugging Face model folder"
+    )
+    assert "hub" not in line
+    line = one_line_error(invoke("optimize", "modle/model.onnx", "--dry-run"))
+    assert "the current folder has no 'modle' (did you mean 'model'?)" in line
+    # A name that is not here and reads like a hub id still says how to get it.
+    assert "--local-dir" in one_line_error(invoke("optimize", "Qwen/Qwen2.5-0.5B-Instruct", "--dry-run"))

@@ -254,7 +254,11 @@ def test_data_an_npz_keyed_by_input_name(tmp_path, bert) -> None:
 
 def test_text_data_needs_the_text_container_and_a_tokenizer(tmp_path, bert) -> None:
     (tmp_path / "s.txt").write_text("hello\n" * 16)
-    with pytest.raises(WorkflowConfigError, match=r"TextDataContainer.*olive-passes-torch"):
+    with pytest.raises(
+        WorkflowConfigError,
+        match=r"^--data: 's.txt' is text, which is read and tokenized by the data container TextDataContainer of "
+        r"olive-passes-torch, which is not installed \(install it with: ",
+    ):
         data_source(tmp_path / "s.txt", bert, frozenset())
     with pytest.raises(WorkflowConfigError, match="no tokenizer beside it; give --tokenizer DIR"):
         data_source(tmp_path / "s.txt", bert, frozenset({"TextDataContainer"}))
@@ -601,3 +605,26 @@ def test_validation_data_judges_and_all_of_data_fits(tmp_path, bert):
         options(tmp_path, validation_data=judge)
     with pytest.raises(WorkflowConfigError, match=r"^--validation-data: '.*nope.npz' is not a file"):
         data_source(fit, bert, frozenset(), validation=tmp_path / "nope.npz")
+
+
+def test_text_records_say_which_field_and_how_many_samples_are_used(tmp_path, bert) -> None:
+    (tmp_path / "vocab.txt").write_text("[PAD]\n")
+    containers = frozenset({"TextDataContainer"})
+    csv_file = tmp_path / "s.csv"
+    csv_file.write_text("sentence\n" + "".join(f"sentence number {i}\n" for i in range(40)))
+    source = data_source(csv_file, bert, containers, tokenizer=tmp_path, max_samples=32)
+    # The header names the field; it is not a sample.
+    assert (source.samples, source.text_field) == (40, "sentence")
+    recipe = build_workflow(bert, options(tmp_path, max_samples=32), ALL, source)
+    assert recipe.workflow["data_configs"][0]["load_dataset_config"]["text_field"] == "sentence"
+    assert "--data: 's.csv' holds 40 samples; the first 32 are used (--max_samples)" in recipe.notes
+    assert "--data: the text of each sample is its field 'sentence' (its only field)" in recipe.notes
+    two = tmp_path / "two.csv"
+    two.write_text("label,txt\n" + "".join(f"{i % 2},sentence {i}\n" for i in range(20)))
+    with pytest.raises(WorkflowConfigError, match=r"^--data: 'two.csv' has no 'text' field \(did you mean 'txt'\?\)"):
+        data_source(two, bert, containers, tokenizer=tmp_path)
+    jsonl = tmp_path / "s.jsonl"
+    jsonl.write_text("".join(f'{{"text": "sentence {i}"}}\n' for i in range(20)))
+    source = data_source(jsonl, bert, containers, tokenizer=tmp_path, max_samples=64)
+    assert (source.samples, source.text_field) == (20, "text")
+    assert not any("holds" in n for n in build_workflow(bert, options(tmp_path), ALL, source).notes)

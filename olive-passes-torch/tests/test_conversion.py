@@ -119,3 +119,19 @@ def test_an_onnx_input_model_is_refused(tmp_path, cpu, conversion):
     onnx_model = save_model(mlp_model(), tmp_path / "mlp")
     with pytest.raises(PassConfigError, match="converts HfModel and PyTorchModel"):
         conversion(cpu, {}).run(onnx_model, str(tmp_path / "out"))
+
+
+def test_the_exporters_caution_stays_out_of_the_users_log(bert_dir, tmp_path, cpu, conversion, caplog):
+    """torch's tracer and deprecation warnings (and the aten::index note every transformers export gets) go to
+    --verbose only: the conversion check decides whether the export is right."""
+    import logging
+
+    with caplog.at_level(logging.DEBUG):
+        result = conversion(cpu, {}).run(HfModelHandler(str(bert_dir)), str(tmp_path / "out"))
+    assert result.model_attributes["conversion_check"]["passed"]
+    noisy = ("TracerWarning", "DeprecationWarning", "aten::index")
+    shown = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+    assert not [m for m in shown if any(word in m for word in noisy)], shown
+    # Still there for --verbose: quietened, not dropped.
+    debug = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
+    assert any(any(word in m for word in noisy) for m in debug), debug

@@ -18,7 +18,16 @@ from collections.abc import Iterator
 
 LIBRARY_LOGGERS = ("torch", "transformers", "onnxscript", "onnx_ir")
 # Warnings the conversion chose knowingly; kept at DEBUG so that they do not read as a problem.
-_EXPECTED = ("legacy TorchScript-based ONNX export", "'dynamic_axes' is not recommended when dynamo=True")
+_EXPECTED = (
+    "legacy TorchScript-based ONNX export",
+    "'dynamic_axes' is not recommended when dynamo=True",
+    # Said of every transformers export that indexes; the conversion check compares the exported model's
+    # outputs with PyTorch's, so a wrong result is an error of ours, not a maybe of the exporter's.
+    "Exporting aten::index operator of advanced indexing",
+)
+# The tracer's caution and libraries' notices of their own future changes: shown with --verbose only; the
+# conversion check says whether the exported model is right.
+_QUIET_CATEGORIES = ("DeprecationWarning", "PendingDeprecationWarning", "FutureWarning", "TracerWarning")
 
 
 class _Forward(logging.Handler):
@@ -77,7 +86,8 @@ def _emit(
         if text in seen:
             continue
         seen.add(text)
-        level = logging.DEBUG if any(part in text for part in _EXPECTED) else cap
+        quiet = warning.category.__name__ in _QUIET_CATEGORIES or any(part in text for part in _EXPECTED)
+        level = logging.DEBUG if quiet else cap
         target.log(level, "%s: %s", warning.category.__name__, text)
     for line in dict.fromkeys(part.strip() for part in re.split(r"[\r\n]", printed)):
         if line:

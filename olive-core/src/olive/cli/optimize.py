@@ -211,7 +211,7 @@ def _run(quantize_only: bool, output_default: str, params: dict[str, Any]) -> No
 def _main(quantize_only: bool, output_default: str, params: dict[str, Any]) -> None:
     from olive.cli.run import _logging, _print_dry_run, _print_summary
     from olive.engine.output_writer import claim_files, foreign_files, refuse_foreign
-    from olive.optimize.installed import installed_now, installed_plugin_providers
+    from olive.optimize.installed import ALL_PROVIDERS, installed_now, installed_plugin_providers, left_out_by_all
     from olive.optimize.summary import closest_miss, comparison_lines, search_cut_short
     from olive.workflows.run import execute, prepare
 
@@ -245,6 +245,7 @@ def _main(quantize_only: bool, output_default: str, params: dict[str, Any]) -> N
     )
     facts = read_model_facts(model, options.task)
     installed, providers = installed_now(options.providers, options.device)
+    left_out = left_out_by_all(options.device) if ALL_PROVIDERS in options.providers else []
     if providers != options.providers:
         options = attrs.evolve(options, providers=providers)
     source = data_source(
@@ -261,6 +262,10 @@ def _main(quantize_only: bool, output_default: str, params: dict[str, Any]) -> N
     with _logging(verbose=params["verbose"]):
         prepared = _prepare(prepare, recipe)
         _print_plan(facts.describe(), recipe, prepared.total_size(), options, installed_plugin_providers())
+        if ALL_PROVIDERS in params["providers"]:
+            searched = ", ".join(options.providers)
+            rest = f"; left out: {'; '.join(left_out)}" if left_out else "; no other provider is installed"
+            click.echo(f"Note:   --provider all on {options.device}: {searched}{rest} (olive eps lists them)")
         if params["dry_run"]:
             click.echo(json.dumps(recipe.workflow, indent=2))
             _print_dry_run(prepared)

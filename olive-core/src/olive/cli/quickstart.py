@@ -6,6 +6,7 @@ offline. The workflow JSON it writes is an ordinary one: edit it and run it with
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import sys
@@ -17,7 +18,7 @@ import click
 
 from olive.cli.failure import EXIT_FAILED, error_line, interrupted
 from olive.config_errors import user_path
-from olive.exceptions import OliveError
+from olive.exceptions import OliveError, WorkflowConfigError
 from olive.plugins.install_hints import install_line
 
 WORKFLOW_FILE = "quickstart.json"
@@ -166,9 +167,10 @@ def write_quickstart_files(directory: Path, force: bool = False) -> Path:
     workflow_path = directory / WORKFLOW_FILE
     text = json.dumps(quickstart_workflow(), indent=2) + "\n"
     if workflow_path.exists() and not force and workflow_path.read_text(encoding="utf-8") != text:
-        raise OliveError(
+        raise WorkflowConfigError(
             f"'{workflow_path}' exists and differs from the quickstart's workflow (edited?); run it with "
-            f"'olive run --config {workflow_path}', or pass --force to overwrite it"
+            f"'olive run --config {workflow_path}', or pass --force to overwrite it",
+            owner="DIRECTORY",
         )
     try:
         directory.mkdir(parents=True, exist_ok=True)
@@ -180,7 +182,15 @@ def write_quickstart_files(directory: Path, force: bool = False) -> Path:
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(workflow_path)
     except OSError as exc:
-        raise OliveError(f"cannot write the quickstart files into '{directory}': {exc}") from exc
+        reason = exc.strerror or str(exc)
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            # The folder given is the problem: an input to change, as every other bad input is (exit code 2).
+            raise WorkflowConfigError(
+                f"cannot write the quickstart files into '{directory}' ({reason}); name a folder you can write "
+                "in, e.g. olive quickstart ~/olive-quickstart",
+                owner="DIRECTORY",
+            ) from exc
+        raise OliveError(f"cannot write the quickstart files into '{directory}': {reason}") from exc
     return workflow_path
 
 

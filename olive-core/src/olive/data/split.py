@@ -45,8 +45,8 @@ SPLIT_SEED = 0
 MIN_SAMPLES_PER_ROLE = 8
 SPLIT_RULE = (
     f"half to fit (passes), half to judge (metrics and goals): samples ordered by real length (their attention "
-    f"mask) and each consecutive pair dealt one to each part, seed {SPLIT_SEED}; at least {MIN_SAMPLES_PER_ROLE} "
-    "samples in each part"
+    f"mask, where they have one) and each consecutive pair dealt one to each part, seed {SPLIT_SEED}; at least "
+    f"{MIN_SAMPLES_PER_ROLE} samples in each part"
 )
 
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from olive.cache.space import DiskFullError, disk_full_reason
 from olive.cache.store import CacheStore, entry_files, hash_model
 from olive.engine.evaluation import ModelEvaluator
 from olive.engine.keys import ScriptHashes, run_key
@@ -209,6 +210,12 @@ class TrialWorker:
             record, cached = self._execute(alternative, config, model, key, accelerator)
         except Exception as exc:  # a pass may raise anything; it is a failed step
             logger.debug("Pass %s failed:\n%s", plan.key, "".join(traceback.format_exception(exc)))
+            full = disk_full_reason(self.cache.root, exc)
+            if full is not None:
+                # What the pass says of a truncated file it wrote is a symptom; the disk is the cause.
+                cause = exc
+                exc = DiskFullError(f"{full} (the pass then failed with {type(cause).__name__}: {cause})")
+                exc.__cause__ = cause
             error = f"{type(exc).__name__}: {exc}"
             duration = time.perf_counter() - start
             return StepResult(plan.key, Status.FAILED, cfg_json, key, None, False, duration, error, exc)

@@ -26,11 +26,11 @@ from olive.data.check import NPZ_CONTAINER, check_npz_config
 from olive.data.config import DataConfig
 from olive.data.npz import LABEL_KEYS, read_npz_headers
 from olive.data.split import MIN_SAMPLES_PER_ROLE
-from olive.exceptions import OliveError, WorkflowConfigError
+from olive.exceptions import OliveError, WorkflowConfigError, closest_match_hint
 from olive.measure.synthetic import concrete_shape
 from olive.model.handler import ONNXModelHandler
 from olive.optimize.facts import TOKENIZER_FILES, ModelFacts
-from olive.plugins.install_hints import missing_data_container_hint
+from olive.plugins.install_hints import REPOSITORY_DATA_CONTAINERS, install_line
 
 __all__ = [
     "DATA_NAME",
@@ -61,6 +61,10 @@ class DataSource:
     tokenizer: Path | None = None
     #: the samples the metrics judge on, when given apart (``--validation-data``)
     validation: DataSource | None = None
+    #: how many samples the file holds, where that is cheap to count (None: not counted)
+    samples: int | None = None
+    #: text records: the field holding the text (``text`` unless the file names its one field otherwise)
+    text_field: str = "text"
 
     @property
     def synthetic(self) -> bool:
@@ -93,10 +97,9 @@ def data_source(
 
 
 def _check_split_count(source: DataSource, max_samples: int | None) -> None:
-    """Enough samples to give the fitting and the judging half each their own (counted where that is cheap: an
-    .npz's headers, a .txt's or .jsonl's lines)."""
+    """Enough samples to give the fitting and the judging half each their own (where the file was counted)."""
     assert source.path is not None
-    count = _sample_count(source.path)
+    count = source.samples
     if count is None:
         return
     if max_samples:
@@ -111,15 +114,56 @@ def _check_split_count(source: DataSource, max_samples: int | None) -> None:
         )
 
 
-def _sample_count(path: Path) -> int | None:
+def _npz_count(path: Path) -> int | None:
+    shapes = [shape for shape, _ in read_npz_headers(path).values() if shape]
+    return shapes[0][0] if shapes else None
+
+
+def _text_records(path: Path, option: str) -> tuple[int | None, str]:
+    """How many samples a text file holds and the field their text is in. A records file (.jsonl, .json, .csv,
+    .tsv) without a ``text`` field uses its only field, or is an error naming its fields; what cannot be read here
+    is left to the data container, which says what is wrong with it."""
+    import csv
+    import json
+
     suffix = path.suffix.lower()
-    if suffix == NPZ_SUFFIX:
-        shapes = [shape for shape, _ in read_npz_headers(path).values() if shape]
-        return shapes[0][0] if shapes else None
-    if suffix in (".txt", ".jsonl"):
-        with path.open(encoding="utf-8", errors="replace") as handle:
-            return sum(1 for line in handle if line.strip())
-    return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None, "text"
+    if suffix == ".txt":
+        return sum(1 for line in text.splitlines() if line.strip()), "text"
+    fields: list[str] = []
+    count: int | None = None
+    if suffix in (".csv", ".tsv"):
+        reader = csv.DictReader(text.splitlines(), delimiter="\t" if suffix == ".tsv" else ",")
+        count = sum(1 for _ in reader)
+        fields = list(reader.fieldnames or [])
+    else:
+        rows: Any = None
+        if suffix == ".json":
+            try:
+                rows = json.loads(text)
+            except json.JSONDecodeError:
+                rows = None
+            rows = rows.get("data") if isinstance(rows, dict) else rows
+        if not isinstance(rows, list):
+            lines = [line for line in text.splitlines() if line.strip()]
+            try:
+                rows = [json.loads(lines[0])] + [None] * (len(lines) - 1) if lines else []
+            except json.JSONDecodeError:
+                return None, "text"
+        count = len(rows)
+        fields = list(rows[0]) if rows and isinstance(rows[0], dict) else []
+    if not fields or "text" in fields:
+        return count, "text"
+    if len(fields) == 1:
+        return count, fields[0]
+    raise WorkflowConfigError(
+        f"'{path.name}' has no 'text' field{closest_match_hint('text', fields)} to read the samples from (its "
+        f"fields: {', '.join(fields)}); name the field with the text 'text'",
+        owner=option,
+    )
 
 
 def _one_source(
@@ -152,11 +196,14 @@ def _one_source(
     suffix = path.suffix.lower()
     if suffix == NPZ_SUFFIX:
         _check_npz(path, facts, option)
-        return DataSource("npz", path)
+        return DataSource("npz", path, samples=_npz_count(path))
     if suffix in TEXT_SUFFIXES:
         if TEXT_CONTAINER not in containers:
-            hint = missing_data_container_hint(TEXT_CONTAINER) or f"no installed distribution offers {TEXT_CONTAINER}"
-            raise WorkflowConfigError(f"text data is tokenized by {hint}; or give an .npz", owner=option)
+            raise WorkflowConfigError(
+                f"'{path.name}' is text, which is read and tokenized by {_text_container_hint()}; or give an .npz "
+                "of token arrays keyed by input name",
+                owner=option,
+            )
         found = tokenizer or facts.tokenizer_dir
         if found is None:
             raise WorkflowConfigError(
@@ -164,11 +211,24 @@ def _one_source(
                 "folder tokenizer.save_pretrained wrote), or an .npz of token arrays keyed by input name",
                 owner=option,
             )
-        return DataSource("text", path, found)
+        count, field = _text_records(path, option)
+        return DataSource("text", path, found, samples=count, text_field=field)
     raise WorkflowConfigError(
         f"'{data}': a {suffix or 'file without a suffix'} is not read; give an .npz (arrays keyed by input name) or "
         f"text ({', '.join(TEXT_SUFFIXES)})",
         owner=option,
+    )
+
+
+def _text_container_hint() -> str:
+    """Who offers the text data container and how to install it, as a clause ("olive-passes-torch's ...")."""
+    found = REPOSITORY_DATA_CONTAINERS.get(TEXT_CONTAINER)
+    if found is None:
+        return f"the data container {TEXT_CONTAINER}, which no installed distribution offers"
+    distribution, extra = found
+    return (
+        f"the data container {TEXT_CONTAINER} of {distribution}, which is not installed (install it with: "
+        f"{install_line(distribution, extra)})"
     )
 
 
@@ -210,7 +270,11 @@ def data_config(
         return {
             "name": name,
             "type": TEXT_CONTAINER,
-            "load_dataset_config": {"data_path": str(source.path), "max_samples": max_samples},
+            "load_dataset_config": {
+                "data_path": str(source.path),
+                "max_samples": max_samples,
+                **({"text_field": source.text_field} if source.text_field != "text" else {}),
+            },
             "pre_process_data_config": {
                 "tokenizer": str(source.tokenizer),
                 "max_length": max_length,

@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 
-from olive.exceptions import ModelLoadError, WorkflowConfigError
+from olive.exceptions import ModelLoadError, WorkflowConfigError, closest_match_hint
 from olive.model.types import handler_from_config
 
 __all__ = ["FUSED_ATTENTION_OPS", "TOKENIZER_FILES", "ModelFacts", "model_facts_from_onnx", "read_model_facts"]
@@ -117,6 +117,9 @@ def read_model_facts(model: str | Path, task: str | None = None, owner: str = OP
     is wrong with the path and what to give instead."""
     path = Path(model).expanduser()
     if not path.exists():
+        local = _looks_local(path, str(model))
+        if local is not None:
+            raise WorkflowConfigError(local, owner=owner)
         if _HUB_ID.match(str(model)):
             raise WorkflowConfigError(
                 f"'{model}' is not a local folder; models are not downloaded from the Hugging Face hub here. Save it "
@@ -150,6 +153,32 @@ def read_model_facts(model: str | Path, task: str | None = None, owner: str = OP
             f"--task is for a Hugging Face model folder, and '{model}' is a file; leave --task out", owner="--task"
         )
     return _onnx_facts(path, owner)
+
+
+#: what a model file is named like; a hub id (``org/name``) never ends so
+_MODEL_SUFFIXES = (".onnx", ".pt", ".pth", ".bin", ".safetensors", ".ort")
+
+
+def _looks_local(path: Path, given: str) -> str | None:
+    """Why a missing ``path`` is a local path gone wrong (a typo in a file or folder name), naming the closest
+    entry of the deepest folder that exists; None when it may be a hub id."""
+    parent = path.parent
+    named_like_a_path = path.suffix.lower() in _MODEL_SUFFIXES or path.is_absolute() or given.startswith((".", "~"))
+    # 'org/name' may be a hub id when 'org' is not a folder here.
+    if not named_like_a_path and (not parent.is_dir() or parent == Path()):
+        return None
+    missing = path
+    while not missing.parent.is_dir() and missing.parent != missing.parent.parent:
+        missing = missing.parent
+    existing = missing.parent
+    try:
+        names = sorted(p.name for p in existing.iterdir())
+    except OSError:
+        names = []
+    folder = "the current folder" if str(existing) == "." else f"'{existing}'"
+    hint = closest_match_hint(missing.name, names)
+    where = f"{folder} has no '{missing.name}'{hint}"
+    return f"'{path}' does not exist: {where}; give an ONNX file or a Hugging Face model folder"
 
 
 def _onnx_facts(path: Path, owner: str) -> ModelFacts:

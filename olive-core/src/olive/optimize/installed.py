@@ -15,7 +15,7 @@ from olive.measure.int8_kernel import int8_matmul_saturates
 from olive.optimize.recipe import Installed
 from olive.plugins.registry import get_registry
 
-__all__ = ["ALL_PROVIDERS", "installed_now", "installed_plugin_providers"]
+__all__ = ["ALL_PROVIDERS", "installed_now", "installed_plugin_providers", "left_out_by_all"]
 
 #: ``--provider all``: every installed provider that offers the device
 ALL_PROVIDERS = "all"
@@ -87,3 +87,18 @@ def _all_providers(device: str) -> list[str]:
             f"no installed execution provider offers a {device} device here (see olive eps)", owner="--provider"
         )
     return names
+
+
+def left_out_by_all(device: str) -> list[str]:
+    """The plugin providers ``--provider all`` leaves out on ``device``, each with why (not installed, failed to
+    load, no such device here), so that a search over one provider never reads as a search over all of them."""
+    left = []
+    for status in list_providers():
+        if status.kind != "plugin":
+            continue
+        if status.status != "ok":
+            left.append(f"{status.name} ({status.status}{': ' + status.error if status.error else ''})")
+        elif not any(str(d.get("device", "")).lower() == device for d in status.devices):
+            offered = ", ".join(sorted({str(d.get("device", "?")).lower() for d in status.devices})) or "none"
+            left.append(f"{status.name} (no {device} device here; it offers: {offered})")
+    return left

@@ -189,6 +189,14 @@ def build_workflow(facts: ModelFacts, options: OptimizeOptions, installed: Insta
             "--precision int8, int4 or fp16",
             owner="--precision",
         )
+    for option, source in (("--data", data), ("--validation-data", data.validation)):
+        if source is not None and source.path is not None and (source.samples or 0) > options.max_samples:
+            notes.append(
+                f"{option}: '{source.path.name}' holds {source.samples} samples; the first {options.max_samples} are "
+                "used (--max_samples)"
+            )
+        if source is not None and source.text_field != "text":
+            notes.append(f"{option}: the text of each sample is its field '{source.text_field}' (its only field)")
     if data.split:
         notes.append(f"--data: {SPLIT_RULE} (give --validation-data FILE to judge on other samples)")
     elif data.validation is not None:
