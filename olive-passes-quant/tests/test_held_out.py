@@ -81,7 +81,6 @@ def test_the_guard_judged_on_its_own_samples_over_promises(case: dict[str, Path]
                 "data_config": "fit",
                 "target_metric": ["cosine_min", "cosine_mean"],
                 "target_value": [0.97, 0.99],
-                "reduce_range": False,
             }
         },
         "cache_dir": str(root / "cache"),
