@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from olive.exceptions import PassConfigError, WorkflowConfigError, closest_match_hint
 from olive_passes_torch._logs import routed_logs
+from olive_passes_torch.checked_folders import CheckedFolder, recall, remember
 from olive_passes_torch.hf_tasks import (
     BATCH,
     SEQUENCE,
@@ -177,7 +178,10 @@ class HfModelHandler(TorchModelHandler):
 
     def validate(self) -> None:
         """The folder holds a config transformers reads and PyTorch weights, the task is one the model can do,
-        and the io_config's inputs are parameters of its forward. Reads no weights."""
+        and the io_config's inputs are parameters of its forward. Reads no weights. A folder checked before with
+        the same content, settings and library versions is not checked again (:mod:`.checked_folders`)."""
+        if self._recorded is not None:
+            return
         path = Path(self.model_path)
         config = self.hf_config
         if not any((path / name).is_file() for name in WEIGHT_FILES):
@@ -197,6 +201,42 @@ class HfModelHandler(TorchModelHandler):
         missing = self._weights_missing_for(task)
         if missing:
             raise WorkflowConfigError(self._missing_reason(task, missing), owner=f"{self.json_path}.task")
+        self._record_check(task)
+
+    @cached_property
+    def _recorded(self) -> CheckedFolder | None:
+        return recall(self.content_hash())
+
+    def _record_check(self, task: str) -> None:
+        try:
+            io_config = self.io_config_for()
+        except WorkflowConfigError:
+            return  # said when the names are asked for; nothing to keep
+        positions = getattr(self.hf_config, "max_position_embeddings", None)
+        record = CheckedFolder(
+            task=task,
+            input_names=list(io_config.input_names),
+            output_names=list(io_config.output_names),
+            max_position_embeddings=positions if isinstance(positions, int) and positions > 0 else None,
+        )
+        remember(self.content_hash(), record)
+        self.__dict__["_recorded"] = record
+
+    def input_output_names(self) -> tuple[list[str], list[str]]:
+        """The ONNX model's input and output names the conversion will give (from the check's record when there
+        is one: no transformers import)."""
+        if self._recorded is not None:
+            return list(self._recorded["input_names"]), list(self._recorded["output_names"])
+        io_config = self.io_config_for()
+        return list(io_config.input_names), list(io_config.output_names)
+
+    @property
+    def max_positions(self) -> int | None:
+        """The longest sequence the model's position table takes (``max_position_embeddings``), if it says."""
+        if self._recorded is not None:
+            return self._recorded["max_position_embeddings"]
+        positions = getattr(self.hf_config, "max_position_embeddings", None)
+        return positions if isinstance(positions, int) and positions > 0 else None
 
     def _weights_missing_for(self, task: str) -> list[str]:
         """The parameters the task's model class has and the checkpoint lacks (what loading would initialize at
@@ -271,6 +311,8 @@ class HfModelHandler(TorchModelHandler):
     def resolved_task(self) -> str:
         """The task: the configured one, else the one ``config.architectures`` names. Checked against what the
         model type can do."""
+        if self._recorded is not None:
+            return self._recorded["task"]
         config = self.hf_config
         can_do = tasks_for_config(config)
         task = self.task or task_from_architectures(config)

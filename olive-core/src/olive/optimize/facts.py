@@ -292,16 +292,17 @@ def _hf_facts(path: Path, task: str | None, owner: str) -> ModelFacts:
         raise WorkflowConfigError(exc.reason, owner=owner) from exc
     try:
         resolved = getattr(handler, "resolved_task", None) or task
-        # The plugin's own view of what the conversion will give (names inferred from the config and tokenizer).
-        io_config = handler.io_config_for() if hasattr(handler, "io_config_for") else None
+        # The plugin's own view of what the conversion will give (names inferred from the config and tokenizer;
+        # remembered from an earlier check of the same folder, so a rerun imports no transformers).
+        names_of = getattr(handler, "input_output_names", None)
+        names, output_names = names_of() if names_of is not None else ([], [])
     except WorkflowConfigError as exc:
         where = "--task" if (exc.owner or "").endswith(".task") else owner
         raise WorkflowConfigError(exc.reason, owner=where) from exc
-    names = list(getattr(io_config, "input_names", None) or [])
-    outputs = tuple((name, (), "float32") for name in getattr(io_config, "output_names", None) or ())
+    outputs = tuple((name, (), "float32") for name in output_names)
     mask = _mask_input(names) if names else None
     has_tokenizer = any((path / name).is_file() for name in TOKENIZER_FILES)
-    positions = getattr(getattr(handler, "hf_config", None), "max_position_embeddings", None)
+    positions = getattr(handler, "max_positions", None)
     return ModelFacts(
         model_type="HfModel",
         path=path,
