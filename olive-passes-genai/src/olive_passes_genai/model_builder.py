@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from olive.exceptions import PassParamError, PassRunError, WorkflowConfigError
 from olive.hardware.accelerator import AcceleratorSpec
+from olive.logs import onnxruntime_logs
 from olive.passes import Pass, PassConfigParam
 from olive.search.search_parameter import Boolean, Categorical
 from olive_passes_genai.genai_model import GENAI_CONFIG, GenAIModelHandler
@@ -275,7 +276,7 @@ class ModelBuilder(Pass):
         scratch = Path(tempfile.mkdtemp(prefix="olive-genai-build-"))
         start = time.perf_counter()
         try:
-            with routed_logs(logger, logging.INFO):
+            with routed_logs(logger, logging.INFO), onnxruntime_logs(logger):
                 _create_model(folder, str(output), config.precision, target, str(scratch), options)
         except WorkflowConfigError:
             raise

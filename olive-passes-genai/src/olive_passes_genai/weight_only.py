@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from olive.exceptions import PassParamError
+from olive.exceptions import PassParamError, PassRunError
 from olive.logs import onnxruntime_logs
 from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import (
@@ -99,6 +99,9 @@ class _WeightOnly(Pass):
     def _algo_config(self, config: BasePassConfig, exclude: set[str]) -> Any:
         raise NotImplementedError
 
+    def _check_model(self, targets: dict[str, int], exclude: set[str], config: BasePassConfig) -> None:
+        """Raise :class:`PassRunError` for a model the algorithm cannot quantize, before any work."""
+
     def _quantizer_kwargs(self, config: BasePassConfig) -> dict[str, Any]:
         return {"bits": 4, "block_size": config.block_size, "is_symmetric": False}
 
@@ -120,6 +123,7 @@ class _WeightOnly(Pass):
             logger.warning("%s: nodes_to_exclude names no node of the model: %s", owner, ", ".join(unknown[:5]))
         if not set(targets) - exclude:
             logger.warning("%s: no MatMul with a constant 2-D weight to quantize in %s", owner, model.model_path)
+        self._check_model(targets, exclude, config)
         level = int(config.accuracy_level) if config.accuracy_level else None
         quantizer = MatMulNBitsQuantizer(
             proto,
@@ -200,6 +204,20 @@ class OnnxKQuantQuantization(_WeightOnly):
                     f"param 'customized_weight_config' gives {name!r} {override!r}; give {{\"bits\": 4 or 8}}",
                     params="customized_weight_config",
                 )
+
+    def _check_model(self, targets: dict[str, int], exclude: set[str], config: BasePassConfig) -> None:
+        if config.is_symmetric or config.bits != 4:
+            return
+        # onnxruntime's k-quant packs two 4-bit zero points per byte per column and fails (a numpy reshape
+        # error) when a column has an odd number of blocks.
+        odd = sorted(n for n, k in targets.items() if n not in exclude and -(-k // config.block_size) % 2)
+        if odd:
+            raise PassRunError(
+                f"asymmetric 4-bit k-quant needs an even number of blocks along K, and {len(odd)} MatMul(s) have an "
+                f"odd one at block_size {config.block_size} (e.g. {odd[0]}, K={targets[odd[0]]}); use "
+                "is_symmetric true, a block_size giving an even count, or nodes_to_exclude",
+                owner=self.config_owner(),
+            )
 
     def _algo_config(self, config: BasePassConfig, exclude: set[str]) -> Any:
         from onnxruntime.quantization.matmul_nbits_quantizer import KQuantWeightOnlyQuantConfig

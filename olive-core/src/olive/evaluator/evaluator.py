@@ -543,12 +543,14 @@ class _Run:
                 f"{metric.json_path}.type: metric type '{metric.type}' is no longer registered by any plugin; "
                 "reinstall the plugin that provides it"
             )
+        # A metric that compares with the input model (agreement, paired timing) declares reference_model.
+        extra = {"reference_model": self.reference} if _declares(evaluate, "reference_model") else {}
         raw = self._call_user(
             evaluate,
             metric,
             f"plugin metric '{metric.type}'",
             (self.model, metric.json, self.evaluator.data_config_of(metric)),
-            {},
+            extra,
         )
         return _as_values(raw, metric, f"plugin metric '{metric.type}'"), {"plugin_metric": metric.type}
 
@@ -590,6 +592,13 @@ def _default_predictions(output: Any) -> Any:
             return output.argmax(axis=-1)
         return np.rint(output)
     return output
+
+
+def _declares(func: Callable[..., Any], name: str) -> bool:
+    try:
+        return name in inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _fit_kwargs(func: Callable[..., Any], available: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:

@@ -57,8 +57,10 @@ def olive_register_metrics(register: Callable[[str, Callable[..., dict[str, floa
     :param register: call ``register(name, evaluate)`` once per metric type. ``evaluate(model, metric,
         data)`` receives the :class:`~olive.model.ONNXModelHandler` to measure, the metric's JSON config
         (a dict, with ``sub_types``) and the metric's ``DataConfig`` (or None when the metric names no
-        data); it returns ``{sub_type_name: value}``. Two plugins registering one name is an error naming
-        both.
+        data); it returns ``{sub_type_name: value}``. An ``evaluate`` that declares a ``reference_model``
+        parameter also receives the model it is compared with (the workflow's input model, or the model that
+        stands in for it), the same one ``agreement`` metrics use. Two plugins registering one name is an
+        error naming both.
     """
 
 

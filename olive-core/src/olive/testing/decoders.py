@@ -152,7 +152,12 @@ def _config(arch: str, vocab_size: int, end_id: int, hidden: int, layers: int, h
     }
     if arch not in classes:
         raise ValueError(f"unknown architecture {arch!r}; use one of {', '.join(ARCHITECTURES)}")
+    extra: dict[str, Any] = {}
+    if arch == "phi3":
+        # Equal to max_position_embeddings: plain RoPE (a longer context would mean LongRoPE scaling factors).
+        extra["original_max_position_embeddings"] = 512
     return classes[arch](
+        **extra,
         vocab_size=vocab_size,
         hidden_size=hidden,
         intermediate_size=2 * hidden,
@@ -196,7 +201,7 @@ def save_decoder(
 # The trained decoder's recipe: part of its cache key.
 _TRAINED = {
     "arch": "qwen2",
-    "hidden_size": 96,
+    "hidden_size": 128,
     "num_layers": 2,
     "num_heads": 4,
     "num_kv_heads": 2,
@@ -217,7 +222,7 @@ def default_cache_dir() -> Path:
 
 
 def trained_decoder(cache_dir: str | Path | None = None) -> Path:
-    """The folder of a tiny Qwen2 (hidden 96, 2 layers, 768-token BPE) trained on :func:`calibration_text`.
+    """The folder of a tiny Qwen2 (hidden 128, 2 layers, 768-token BPE) trained on :func:`calibration_text`.
 
     Built on first use (about 20-40 s on two cores), then served from ``cache_dir`` (default
     :func:`default_cache_dir`) under a name that hashes the text, the recipe and the torch/transformers/
