@@ -62,7 +62,7 @@ def test_k_quant_keeps_chosen_matmuls_at_8_bits_and_excluded_ones_in_float(train
 
 def test_asymmetric_k_quant_with_an_odd_block_count_is_a_clear_error(trained_fp32, tmp_path):
     # K = 128 at block_size 128 is one block per column, which onnxruntime's k-quant cannot pack.
-    with pytest.raises(PassRunError, match="even number of blocks along K.*is_symmetric true"):
+    with pytest.raises(PassRunError, match=r"even number of blocks along K.*is_symmetric true"):
         run_pass(OnnxKQuantQuantization, trained_fp32, {"block_size": 128}, output_dir=tmp_path)
 
 
