@@ -56,10 +56,8 @@ def _build(kind: str, source: Path, out: Path, **params) -> tuple[float, float]:
 
 
 def _builder_cli(source: Path, out: Path, scratch: Path) -> tuple[float, float]:
-    return _child(
-        [sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", str(source), "-o", str(out), "-p", "int4"]
-        + ["-e", "cpu", "-c", str(scratch)]
-    )
+    command = ["-m", "onnxruntime_genai.models.builder", "-i", str(source), "-o", str(out), "-p", "int4"]
+    return _child([sys.executable, *command, "-e", "cpu", "-c", str(scratch)])
 
 
 def _big_decoder(folder: Path) -> Path:
