@@ -107,3 +107,15 @@ def test_what_the_builder_cannot_do_exits_2_before_anything_is_built(qwen2_dir, 
     if case == "arch":
         assert "Qwen2ForCausalLM" in result.stderr and "LlamaForCausalLM" in result.stderr
     assert not (tmp_path / "cache").exists() and not (tmp_path / "out").exists()
+
+
+def test_the_builders_messages_go_to_our_logger_not_to_the_terminal(qwen2_dir, tmp_path, cpu, caplog, capfd):
+    import logging
+
+    caplog.set_level(logging.DEBUG, logger="olive_passes_genai.model_builder")
+    build(qwen2_dir, tmp_path / "out", cpu, precision="int4")
+    printed = capfd.readouterr()
+    assert "Reading layer" not in printed.out + printed.err
+    assert "quantize" not in printed.out + printed.err
+    ours = [r.getMessage() for r in caplog.records if r.name == "olive_passes_genai.model_builder"]
+    assert any("Reading layer 0" in m for m in ours) and any("built in" in m for m in ours)
