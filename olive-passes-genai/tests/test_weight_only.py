@@ -86,3 +86,22 @@ def test_a_plain_onnx_model_gives_a_plain_onnx_model(tmp_path):
     ref = ort.InferenceSession(str(path)).run(None, feeds)[0]
     got = ort.InferenceSession(out.model_path).run(None, feeds)[0]
     assert np.abs(got - ref).max() < 0.1 * np.abs(ref).max()
+
+
+def test_gptq_calibrated_on_other_text_is_int4_and_stays_close_on_held_out_text(trained_fp32, held_out_file, tmp_path):
+    from olive_passes_genai.gptq import OnnxGptqQuantization
+
+    from olive.testing.decoders import calibration_text
+
+    calib = tmp_path / "calib.txt"
+    calib.write_text(calibration_text(30_000).replace("\n\n", "\n"), encoding="utf-8")
+    out = run_pass(OnnxGptqQuantization, trained_fp32, {"data_path": str(calib), "max_windows": 8}, output_dir=tmp_path)
+    assert isinstance(out, GenAIModelHandler) and out.model_attributes["gptq"]["calibration_windows"] == 8
+    ops = _ops(out)
+    assert ops.count("MatMulNBits") >= 9 and "MatMul" not in ops
+    assert out.size_on_disk < 0.45 * trained_fp32.size_on_disk
+    metric = {"name": "q", "user_config": {"data_path": str(held_out_file), "window": 128, "max_windows": 8}}
+    ppl = metrics.perplexity(out, metric, None)["perplexity"]
+    ref = metrics.perplexity(trained_fp32, metric, None)["perplexity"]
+    assert abs(ppl / ref - 1) < 0.05, (ppl, ref)
+    assert metrics.top1_agreement(out, metric, None, trained_fp32)["top1_agreement"] >= 0.85

@@ -41,7 +41,7 @@ REPOSITORY_PASSES: dict[str, tuple[str, ...]] = {
         "OrtSessionParamsTuning",
     ),
     "olive-passes-torch": ("OnnxConversion",),
-    "olive-passes-genai": ("ModelBuilder", "OnnxHqqQuantization", "OnnxKQuantQuantization", "OnnxGuardedInt4"),
+    "olive-passes-genai": ("ModelBuilder", "OnnxHqqQuantization", "OnnxKQuantQuantization", "OnnxGuardedInt4", "OnnxGptqQuantization"),
 }
 
 #: Input model types of this repository's distributions: type name -> (distribution, extra or None).
