@@ -41,7 +41,13 @@ REPOSITORY_PASSES: dict[str, tuple[str, ...]] = {
         "OrtSessionParamsTuning",
     ),
     "olive-passes-torch": ("OnnxConversion",),
-    "olive-passes-genai": ("ModelBuilder", "OnnxHqqQuantization", "OnnxKQuantQuantization", "OnnxGuardedInt4", "OnnxGptqQuantization"),
+    "olive-passes-genai": (
+        "ModelBuilder",
+        "OnnxHqqQuantization",
+        "OnnxKQuantQuantization",
+        "OnnxGuardedInt4",
+        "OnnxGptqQuantization",
+    ),
 }
 
 #: Input model types of this repository's distributions: type name -> (distribution, extra or None).
