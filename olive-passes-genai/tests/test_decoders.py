@@ -79,3 +79,12 @@ def test_without_torch_the_kit_names_the_package_to_install():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "needs torch" in out and "pip install olive-passes-genai" in out
+
+
+def test_pass_authors_get_the_kit_from_olive_testing():
+    import olive.testing
+    from olive.testing import decoders
+
+    assert olive.testing.save_decoder is decoders.save_decoder
+    assert olive.testing.trained_decoder is decoders.trained_decoder
+    assert olive.testing.held_out_text is decoders.held_out_text
