@@ -17,7 +17,8 @@ FACTS = (
     "import sys, json; from olive.optimize.facts import read_model_facts;"
     "f = read_model_facts(sys.argv[1]);"
     "print(json.dumps({'task': f.task, 'inputs': [i[0] for i in f.inputs], 'mask': f.mask_input,"
-    " 'positions': f.max_sequence_length, 'imported': sorted(m for m in ('torch', 'transformers') if m in sys.modules)}))"
+    " 'positions': f.max_sequence_length,"
+    " 'imported': sorted(m for m in ('torch', 'transformers') if m in sys.modules)}))"
 )
 
 

@@ -119,6 +119,11 @@ def _model_files(node: FootprintNode) -> tuple[Path, list[tuple[Path, str]]]:
     """The best model's file and ``(source, name in output_dir)`` of each file to copy."""
     model = node.create_model()
     source = Path(model.model_path)
+    folder_files = getattr(model, "folder_files", None)
+    if callable(folder_files):
+        # A model that is a whole folder (an onnxruntime-genai folder: decoder, genai_config.json, tokenizer)
+        # is copied under its own names, which the folder's files refer to.
+        return source, [(Path(path), rel) for path, rel in folder_files()]
     files = [(source, MODEL_FILE)]
     for extra in model.external_data_files() if isinstance(model, ONNXModelHandler) else []:
         files.append((Path(extra), os.path.relpath(extra, source.parent)))
@@ -184,8 +189,11 @@ def write_outputs(output: WorkflowOutput, workflow: WorkflowConfig) -> Path:
         ]
         model_json = dict(best.model_json or {})
         config = dict(model_json.get("config") or {})
-        config["model_path"] = str(output_dir / "model.onnx")
-        config.pop("onnx_file_name", None)
+        if callable(getattr(best.create_model(), "folder_files", None)):
+            config["model_path"] = str(output_dir)
+        else:
+            config["model_path"] = str(output_dir / "model.onnx")
+            config.pop("onnx_file_name", None)
         target = best.target or {}
         if target.get("inference_settings") and target["execution_provider"] != "CPUExecutionProvider":
             # The model runs where it was chosen: the target's provider, options and device load it again.

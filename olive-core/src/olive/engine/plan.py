@@ -211,9 +211,13 @@ def check_input_model_type(workflow: WorkflowConfig, plans: list[PassPlan]) -> N
     first = plans[0]
     for alternative in first.alternatives:
         accepted = tuple(alternative.pass_class.accepts_model_types)
-        if model_type in accepted:
-            continue
         spec = alternative.spec
+        if model_type in accepted:
+            # A pass may check the input model's content before anything runs (a converter: the architecture).
+            check = getattr(alternative.pass_class, "check_input_model", None)
+            if callable(check):
+                check(workflow.input_model.create_handler(), spec.json_path)
+            continue
         raise config_error(
             f"{spec.json_path}.type",
             f"{alternative.identity.name} takes {' or '.join(accepted)} models, but the input model is a "

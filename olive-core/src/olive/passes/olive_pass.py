@@ -97,6 +97,9 @@ class Pass(ABC):
       ONNX declares what it converts, e.g. ``accepts_model_types = ("HfModel", "PyTorchModel")``. When a
       workflow is resolved, the first pass must accept the input model's type (a config error naming the pass
       and what to put first otherwise).
+    - Optional, for a first pass: ``check_input_model(cls, model, json_path)`` (classmethod), called when the
+      workflow is resolved with the input model's handler and the pass's JSON path; it raises
+      ``WorkflowConfigError`` for a model it cannot take (a converter: an architecture it does not know).
 
     **Rejecting a config.** Types, required params and search values are checked for you. Values that type
     checks cannot judge (a block size the kernel does not take, two params that do not go together) are

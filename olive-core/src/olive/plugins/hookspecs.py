@@ -61,7 +61,9 @@ def olive_register_metrics(register: Callable[[str, Any], None]) -> None:
           to measure, the metric's JSON config (a dict, with ``sub_types``) and the metric's ``DataConfig``
           (or None when the metric names no data), and returns ``{sub_type_name: value}``. Workflows name its
           sub types; each needs ``higher_is_better`` unless the function has a ``higher_is_better`` attribute
-          (a bool, or ``{sub_type_name: bool}``); or
+          (a bool, or ``{sub_type_name: bool}``). A function that declares a ``reference_model`` parameter also
+          receives the model it is compared with (the workflow's input model, or the model that stands in for
+          it), the same one ``agreement`` metrics use; or
         - an instance of a :class:`olive.evaluator.metrics.MetricType` subclass, named ``name``, which declares
           its sub types and directions (checked like a built-in type's) and measures in ``measure(run, metric)``.
 

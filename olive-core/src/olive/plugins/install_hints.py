@@ -41,12 +41,20 @@ REPOSITORY_PASSES: dict[str, tuple[str, ...]] = {
         "OrtSessionParamsTuning",
     ),
     "olive-passes-torch": ("OnnxConversion",),
+    "olive-passes-genai": (
+        "ModelBuilder",
+        "OnnxHqqQuantization",
+        "OnnxKQuantQuantization",
+        "OnnxGuardedInt4",
+        "OnnxGptqQuantization",
+    ),
 }
 
 #: Input model types of this repository's distributions: type name -> (distribution, extra or None).
 REPOSITORY_MODEL_TYPES: dict[str, tuple[str, str | None]] = {
     "HfModel": ("olive-passes-torch", "hf"),
     "PyTorchModel": ("olive-passes-torch", None),
+    "GenAIModel": ("olive-passes-genai", None),
 }
 
 #: Data container types of this repository's distributions: type name -> (distribution, extra or None).
@@ -65,7 +73,6 @@ MICROSOFT_OLIVE_ONLY: dict[str, str] = {
     "AppendPrePostProcessingOps": "an onnxruntime-extensions pre/post-processing pass",
     "GraphSurgeries": "a graph surgery pass",
     "ExtractAdapters": "a LoRA adapter extraction pass",
-    "ModelBuilder": "an onnxruntime-genai model builder pass (generative models)",
     "IncDynamicQuantization": _INC,
     "IncQuantization": _INC,
     "IncStaticQuantization": _INC,

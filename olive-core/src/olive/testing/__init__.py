@@ -4,7 +4,8 @@ distribution's import map read from its source (``check_distribution``).
 Also a pytest plugin (fixtures ``tiny_mlp``, ``tiny_conv``, ``tiny_bert``, ``run_pass``,
 ``isolated_registry``, ``fresh_venv``), active as soon as olive-core is installed.
 
-Every name loads its module on first access, so ``import olive.testing`` imports neither onnx nor numpy.
+Every name loads its module on first access, so ``import olive.testing`` imports neither onnx nor numpy
+(nor torch: ``save_decoder`` and ``trained_decoder``, tiny decoder LLM folders, import it when called).
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ _LAZY = {
     "run_watched": "olive.testing.processes",
     "StalledProcessError": "olive.testing.processes",
     "check_distribution": "olive.testing.imports",
+    # tiny decoder LLM folders (need torch, transformers, tokenizers: pip install olive-passes-genai)
+    "save_decoder": "olive.testing.decoders",
+    "trained_decoder": "olive.testing.decoders",
+    "held_out_text": "olive.testing.decoders",
+    "calibration_text": "olive.testing.decoders",
 }
 
 __all__ = sorted(_LAZY)

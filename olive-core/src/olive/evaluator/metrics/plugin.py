@@ -1,7 +1,8 @@
 """A metric type a plugin registers as a function through the ``olive_register_metrics`` hook.
 
 ``register(name, evaluate)``: ``evaluate(model, metric_json, data_config)`` returns ``{sub type: value}`` (or
-one number for a metric of one sub type). Its sub types are named by the workflow; their direction comes
+one number for a metric of one sub type); one that declares ``reference_model`` also gets the model it is
+compared with. Its sub types are named by the workflow; their direction comes
 from the config's ``higher_is_better``, else from the function's ``higher_is_better`` attribute (a bool for
 all, or ``{sub type: bool}``).
 """
@@ -52,5 +53,16 @@ class PluginMetric(MetricType):
 
     def measure(self, run: MetricRun, metric: Metric) -> Measured:
         what = f"plugin metric '{self.name}'"
-        raw = run.call_user(self.evaluate, metric, what, (run.model, metric.json, run.data_config(metric)), {})
+        # A metric that compares with the input model (agreement, paired timing) declares reference_model.
+        extra = {"reference_model": run.reference} if _declares(self.evaluate, "reference_model") else {}
+        raw = run.call_user(self.evaluate, metric, what, (run.model, metric.json, run.data_config(metric)), extra)
         return user_values(raw, metric, what), {"plugin_metric": self.name}
+
+
+def _declares(func: Callable[..., Any], name: str) -> bool:
+    import inspect
+
+    try:
+        return name in inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False

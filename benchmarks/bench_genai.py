@@ -1,0 +1,174 @@
+"""Generative models: fp32 and int4 builds of a decoder, served by onnxruntime-genai, side by side.
+
+Rows: ``fp32`` (ModelBuilder), ``builder CLI int4`` (onnxruntime-genai's own builder command with its int4
+defaults, outside our engine), ``ModelBuilder int4`` (our pass, its defaults), ``k-quant int4`` (fp32 build ->
+OnnxKQuantQuantization, block 32, symmetric) and ``guarded int4`` (fp32 build -> OnnxGuardedInt4, top-1 agreement
+>= 0.98 on held-out windows; the trained model only, where agreement means something). Columns: decode tokens/s
+and prefill time as ratios to fp32 (timed in alternating rounds through onnxruntime_genai.Generator), size, held-out
+perplexity and top-1 agreement with fp32, build wall time and the build's peak RSS (each build runs in its own
+process) against the float weights' bytes.
+
+Models: the tiny decoder trained by olive.testing.decoders and, unless ``--quick``, a ~100M-parameter Qwen2 with
+random weights (speed and memory only: its perplexity says nothing).
+
+    python benchmarks/bench_genai.py [--quick] [--json out.json] [--workdir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BUILD = """
+import sys, json
+from olive.hardware import DEFAULT_CPU_ACCELERATOR as CPU
+from olive.model.types import handler_from_config
+from olive.plugins.registry import get_registry
+kind, source, out, params = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+cls = get_registry().get_pass_class(kind)
+if kind == "ModelBuilder":
+    model = handler_from_config({"type": "HfModel", "model_path": source})
+else:
+    model = handler_from_config({"type": "GenAIModel", "model_path": source})
+cls(CPU, params).run(model, out)
+"""
+
+
+def _child(args: list[str]) -> tuple[float, float]:
+    """Run a child process to completion: ``(wall seconds, its peak RSS in MB)``."""
+    start = time.perf_counter()
+    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    if status != 0:
+        raise SystemExit(f"{' '.join(args[:4])} failed: {process.stderr.read().decode()[-2000:]}")
+    return wall, usage.ru_maxrss / 1024
+
+
+def _build(kind: str, source: Path, out: Path, **params) -> tuple[float, float]:
+    return _child([sys.executable, "-c", BUILD, kind, str(source), str(out), json.dumps(params)])
+
+
+def _builder_cli(source: Path, out: Path, scratch: Path) -> tuple[float, float]:
+    command = ["-m", "onnxruntime_genai.models.builder", "-i", str(source), "-o", str(out), "-p", "int4"]
+    return _child([sys.executable, *command, "-e", "cpu", "-c", str(scratch)])
+
+
+def _big_decoder(folder: Path) -> Path:
+    """A Qwen2 of about 100M parameters (hidden 768, 12 layers, 8k vocabulary), random weights."""
+    import torch
+    import transformers
+
+    from olive.testing.decoders import save_tokenizer
+
+    tokenizer = save_tokenizer(folder, 8192)
+    config = transformers.Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=768,
+        intermediate_size=3072,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        num_key_value_heads=4,
+        max_position_embeddings=1024,
+        tie_word_embeddings=False,
+        bos_token_id=tokenizer.eos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    torch.manual_seed(0)
+    transformers.AutoModelForCausalLM.from_config(config).save_pretrained(folder)
+    return folder
+
+
+def _rows(name: str, source: Path, work: Path, text: Path, quick: bool, guarded: bool) -> list[dict]:
+    from olive_passes_genai import metrics
+    from olive_passes_genai.genai_model import GenAIModelHandler
+
+    float_bytes = sum(p.stat().st_size for p in source.glob("*.safetensors"))
+    builds = {}
+    builds["fp32"] = _build("ModelBuilder", source, work / "fp32", precision="fp32")
+    builds["builder CLI int4"] = _builder_cli(source, work / "cli-int4", work / "cli-scratch")
+    builds["ModelBuilder int4"] = _build("ModelBuilder", source, work / "mb-int4", precision="int4")
+    builds["k-quant int4"] = _build(
+        "OnnxKQuantQuantization", work / "fp32", work / "kquant", block_size=32, is_symmetric=True
+    )
+    if guarded:
+        builds["guarded int4"] = _build(
+            "OnnxGuardedInt4", work / "fp32", work / "guarded", data_path=str(text), goal_value=0.98
+        )
+    folders = {
+        "fp32": work / "fp32",
+        "builder CLI int4": work / "cli-int4",
+        "ModelBuilder int4": work / "mb-int4",
+        "k-quant int4": work / "kquant",
+        "guarded int4": work / "guarded",
+    }
+    reference = GenAIModelHandler(folders["fp32"])
+    repeat = 10 if quick else 30
+    metric = {
+        "name": "bench",
+        "user_config": {"data_path": str(text), "repeat": repeat, "prompt_tokens": 64, "max_new_tokens": 32},
+    }
+    rows = []
+    for row, (wall, rss) in builds.items():
+        model = GenAIModelHandler(folders[row])
+        speed = metrics._speed(model, metric, None, reference)
+        quality = metrics._teacher_forced(model, {**metric, "user_config": {"data_path": str(text)}}, None, reference)
+        rows.append(
+            {
+                "model": name,
+                "row": row,
+                "decode_ratio": round(speed["decode_ratio"], 3),
+                "decode_tok_s": round(1 / speed["decode_s"], 1),
+                "prefill_ratio": round(speed["prefill_ratio"], 3),
+                "size_mb": round(model.size_on_disk / 1e6, 2),
+                "perplexity": round(quality["perplexity"], 2),
+                "top1_vs_fp32": round(quality["top1_agreement"], 4),
+                "build_s": round(wall, 1),
+                "peak_rss_mb": round(rss, 1),
+                "peak_over_float_weights": round(rss * 2**20 / max(1, float_bytes), 2),
+            }
+        )
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="the trained tiny decoder only, fewer timed runs")
+    parser.add_argument("--json", help="write the rows here")
+    parser.add_argument("--workdir", help="keep the builds here (default: a temporary folder)")
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from olive.testing.decoders import held_out_text, trained_decoder
+
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="bench-genai-"))
+    work.mkdir(parents=True, exist_ok=True)
+    text = work / "held_out.txt"
+    text.write_text(held_out_text(40_000).replace("\n\n", "\n") + "\n", encoding="utf-8")
+    print(f"# CPU: {_cpu()}, {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f}", flush=True)
+    rows = _rows("trained tiny (0.5M params)", trained_decoder(), work / "tiny", text, args.quick, guarded=True)
+    if not args.quick:
+        big = _big_decoder(work / "big-hf")
+        rows += _rows("Qwen2 ~100M (random)", big, work / "big", text, args.quick, guarded=False)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"cpu": _cpu(), "rows": rows}, indent=1))
+
+
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+if __name__ == "__main__":
+    main()

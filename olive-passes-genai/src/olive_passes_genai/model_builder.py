@@ -1,0 +1,316 @@
+"""``ModelBuilder``: a Hugging Face decoder folder to an onnxruntime-genai folder, with onnxruntime-genai's builder.
+
+Microsoft Olive's pass of the same name and params: ``precision`` (fp32, int8, int4, fp16, bf16), the int4
+settings (``int4_block_size``, ``int4_is_symmetric``, ``int4_accuracy_level``, ``int4_algo_config``,
+``int4_op_types_to_quantize``, ``int4_nodes_to_exclude``), ``exclude_embeds``, ``exclude_lm_head``,
+``include_hidden_states``, ``use_qdq``, ``extra_options`` (any other builder option, passed as it is) and
+``search`` (generation settings merged into ``genai_config.json``). The output is a :class:`GenAIModelHandler`:
+the decoder with a KV cache (GroupQueryAttention), its external data, ``genai_config.json`` and the tokenizer
+files, in one folder that ``onnxruntime_genai.Model(folder)`` runs as it is.
+
+Checked before anything is built (a config error, ``olive run`` exits 2): a precision the target's execution
+provider cannot run (fp16 and bf16 need a GPU provider), an architecture the installed builder does not know, a
+folder without a tokenizer. The builder's messages go to this module's logger (what it prints, at DEBUG).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+import tempfile
+import time
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from olive.exceptions import PassParamError, PassRunError, WorkflowConfigError
+from olive.hardware.accelerator import AcceleratorSpec
+from olive.logs import onnxruntime_logs
+from olive.passes import Pass, PassConfigParam
+from olive.search.search_parameter import Boolean, Categorical
+from olive_passes_genai.genai_model import GENAI_CONFIG, GenAIModelHandler
+
+if TYPE_CHECKING:
+    from olive.model.handler import OliveModelHandler
+    from olive.passes.pass_config import BasePassConfig
+
+logger = logging.getLogger(__name__)
+
+PRECISIONS = ("fp32", "fp16", "bf16", "int8", "int4")
+BLOCK_SIZES = (16, 32, 64, 128, 256)
+#: MatMulNBits accuracy levels (Olive's ``ModelBuilder.AccuracyLevel``): the minimum compute type of int4 MatMuls.
+ACCURACY_LEVELS = {1: "fp32", 2: "fp16", 3: "bf16", 4: "int8"}
+ALGO_CONFIGS = ("default", "rtn", "k_quant", "rtn_last", "k_quant_last", "k_quant_mixed", "k_quant_linear")
+#: Execution provider -> the builder's ``execution_provider`` name, as Olive maps them.
+EP_NAMES = {
+    "CPUExecutionProvider": "cpu",
+    "CUDAExecutionProvider": "cuda",
+    "DmlExecutionProvider": "dml",
+    "WebGpuExecutionProvider": "webgpu",
+    "NvTensorRTRTXExecutionProvider": "NvTensorRtRtx",
+}
+#: Which precisions each builder target takes (what the builder itself lists as valid combinations).
+EP_PRECISIONS = {
+    "cpu": ("fp32", "int8", "int4"),
+    "cuda": ("fp32", "fp16", "bf16", "int8", "int4"),
+    "dml": ("fp16", "int4"),
+    "webgpu": ("int8", "int4"),
+    "NvTensorRtRtx": ("fp16", "bf16"),
+}
+# Olive's params that the builder takes under its own (newer) name; the int4_ prefix is its deprecated alias.
+_RENAMED = {
+    "int4_block_size": "block_size",
+    "int4_is_symmetric": "is_symmetric",
+    "int4_accuracy_level": "accuracy_level",
+    "int4_algo_config": "algo_config",
+    "int4_op_types_to_quantize": "op_types_to_quantize",
+    "int4_nodes_to_exclude": "nodes_to_exclude",
+}
+# The builder reads lists as joined strings, the way its command line writes them.
+_LIST_SEPARATORS = {"op_types_to_quantize": "/", "nodes_to_exclude": ","}
+_BOOLS = ("exclude_embeds", "exclude_lm_head", "include_hidden_states", "use_qdq", "enable_cuda_graph")
+
+
+@lru_cache(maxsize=1)
+def supported_architectures() -> tuple[str, ...]:
+    """The ``config.architectures`` values the installed onnxruntime-genai builder converts, read from its
+    source: the list follows the installed version, never a copy of ours."""
+    import inspect
+
+    from onnxruntime_genai.models import builder
+
+    source = inspect.getsource(builder.create_model)
+    return tuple(sorted(set(re.findall(r'config\.architectures\[0\] == "(\w+)"', source))))
+
+
+class ModelBuilder(Pass):
+    """Build an onnxruntime-genai decoder folder (KV cache, genai_config.json, tokenizer) from a Hugging Face folder."""
+
+    accepts_model_types: ClassVar[tuple[str, ...]] = ("HfModel",)
+
+    @classmethod
+    def _default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
+        return {
+            "precision": PassConfigParam(
+                type_=str,
+                default_value="fp32",
+                required=True,
+                description=f"Precision of the model's weights: {', '.join(PRECISIONS)} (fp16 and bf16 need a GPU "
+                "execution provider).",
+            ),
+            "search": PassConfigParam(
+                type_=dict | None,
+                default_value=None,
+                description="Generation settings (max_length, do_sample, top_k, temperature...) merged into the "
+                "'search' object of genai_config.json.",
+            ),
+            "int4_accuracy_level": PassConfigParam(
+                type_=int | None,
+                default_value=None,
+                description="Minimum accuracy level of int4 MatMul activations: 1 fp32, 2 fp16, 3 bf16, 4 int8 "
+                "(the builder's default: 4 on the CPU).",
+            ),
+            "int4_block_size": PassConfigParam(
+                type_=int | None,
+                default_value=None,
+                search_defaults=Categorical([32, 64, 128]),
+                description="Block size of int4 quantization: 16, 32, 64, 128 or 256 (the builder's default: 32).",
+            ),
+            "int4_is_symmetric": PassConfigParam(
+                type_=bool | None,
+                default_value=None,
+                search_defaults=Boolean(),
+                description="Symmetric (int4) or asymmetric (uint4, with zero points) int4 quantization.",
+            ),
+            "int4_op_types_to_quantize": PassConfigParam(
+                type_=list[str] | None,
+                default_value=None,
+                description='Op types to quantize to int4 (default ["MatMul"]), e.g. ["MatMul", "Gather"].',
+            ),
+            "int4_nodes_to_exclude": PassConfigParam(
+                type_=list[str] | None, default_value=None, description="Node names to keep out of int4 quantization."
+            ),
+            "int4_algo_config": PassConfigParam(
+                type_=str | None,
+                default_value=None,
+                search_defaults=Categorical(["default", "rtn", "k_quant_mixed", "k_quant_last"]),
+                description=f"The builder's int4 algorithm: {', '.join(ALGO_CONFIGS)}.",
+            ),
+            "use_qdq": PassConfigParam(
+                type_=bool | None,
+                default_value=None,
+                description="Quantize-dequantize ops instead of MatMulNBits.",
+            ),
+            "include_hidden_states": PassConfigParam(
+                type_=bool | None, default_value=None, description="Add the hidden states as an output."
+            ),
+            "exclude_embeds": PassConfigParam(
+                type_=bool | None, default_value=None, description="Leave the embedding layer out of the model."
+            ),
+            "exclude_lm_head": PassConfigParam(
+                type_=bool | None, default_value=None, description="Leave the language-modeling head out of the model."
+            ),
+            "enable_cuda_graph": PassConfigParam(
+                type_=bool | None, default_value=None, description="Allow CUDA graph capture (CUDA provider only)."
+            ),
+            "extra_options": PassConfigParam(
+                type_=dict | None,
+                default_value=None,
+                description="More builder options (KEY: VALUE, as the builder's --extra_options take them); they "
+                "override the params above.",
+            ),
+        }
+
+    @classmethod
+    def is_accelerator_agnostic(cls, accelerator_spec: AcceleratorSpec) -> bool:
+        # The builder writes different graphs for different providers.
+        return False
+
+    @classmethod
+    def _check_config(cls, config: BasePassConfig, accelerator_spec: AcceleratorSpec) -> None:
+        precision = config.precision
+        if precision not in PRECISIONS:
+            raise PassParamError(
+                f"param 'precision' is {precision!r}; use one of {', '.join(PRECISIONS)}", params="precision"
+            )
+        provider = str(accelerator_spec.execution_provider)
+        target = EP_NAMES.get(provider)
+        if target is None:
+            raise PassParamError(
+                f"the target's execution provider {provider} is not one the builder writes for; use one of "
+                f"{', '.join(EP_NAMES)}",
+                params="precision",
+            )
+        if precision not in EP_PRECISIONS[target]:
+            raise PassParamError(
+                f"param 'precision' is {precision}, which {provider} cannot run; on it use "
+                f"{', '.join(EP_PRECISIONS[target])}"
+                + (" (fp16 and bf16 need a GPU provider, e.g. CUDAExecutionProvider)" if target == "cpu" else ""),
+                params="precision",
+            )
+        block = config.int4_block_size
+        if block is not None and block not in BLOCK_SIZES:
+            raise PassParamError(
+                f"param 'int4_block_size' is {block}; use one of {', '.join(map(str, BLOCK_SIZES))}",
+                params="int4_block_size",
+            )
+        level = config.int4_accuracy_level
+        if level is not None and level not in ACCURACY_LEVELS:
+            raise PassParamError(
+                f"param 'int4_accuracy_level' is {level}; use "
+                + ", ".join(f"{k} ({v})" for k, v in ACCURACY_LEVELS.items()),
+                params="int4_accuracy_level",
+            )
+        algo = config.int4_algo_config
+        if algo is not None and algo not in ALGO_CONFIGS:
+            raise PassParamError(
+                f"param 'int4_algo_config' is {algo!r}; use one of {', '.join(ALGO_CONFIGS)}",
+                params="int4_algo_config",
+            )
+
+    @classmethod
+    def check_input_model(cls, model: OliveModelHandler, json_path: str) -> None:
+        """The input folder is one the builder can convert: an architecture it knows and a tokenizer.
+
+        Raises :class:`WorkflowConfigError` naming the input model's field and what is supported.
+        """
+        folder = Path(str(model.model_path))
+        owner = f"{getattr(model, 'json_path', 'input_model')}.model_path"
+        config_path = folder / "config.json"
+        try:
+            architectures = json.loads(config_path.read_text(encoding="utf-8")).get("architectures") or []
+        except (OSError, ValueError) as exc:
+            raise WorkflowConfigError(f"cannot read '{config_path}' ({exc})", owner=owner) from exc
+        known = supported_architectures()
+        if not architectures or architectures[0] not in known:
+            found = architectures[0] if architectures else "none (config.json names no architectures)"
+            raise WorkflowConfigError(
+                f"{json_path}: the model's architecture is {found}, which the installed onnxruntime-genai builder "
+                f"does not convert; it converts {', '.join(known)}",
+                owner=f"{getattr(model, 'json_path', 'input_model')}.model_path",
+            )
+        if not (folder / "tokenizer.json").is_file() and not (folder / "tokenizer.model").is_file():
+            raise WorkflowConfigError(
+                f"{json_path}: '{folder}' has no tokenizer (tokenizer.json), which ModelBuilder copies into the "
+                "onnxruntime-genai folder; save it there with tokenizer.save_pretrained(folder)",
+                owner=owner,
+            )
+
+    def builder_options(self, config: BasePassConfig) -> dict[str, Any]:
+        """The builder's ``extra_options`` for ``config``: Olive's param names as the builder spells them."""
+        options: dict[str, Any] = {"filename": "model.onnx"}
+        for name in (*_RENAMED, *_BOOLS):
+            value = config[name]
+            if value is None:
+                continue
+            key = _RENAMED.get(name, name)
+            if key in _LIST_SEPARATORS and isinstance(value, list | tuple):
+                value = _LIST_SEPARATORS[key].join(value)
+            options[key] = value
+        options.update(config.extra_options or {})
+        return options
+
+    def _run_for_config(
+        self, model: OliveModelHandler, config: BasePassConfig, output_model_path: str
+    ) -> GenAIModelHandler:
+        from olive_passes_torch._logs import routed_logs
+
+        self.check_input_model(model, self.config_owner())
+        folder = str(model.model_path)
+        output = Path(output_model_path)
+        output.mkdir(parents=True, exist_ok=True)
+        target = EP_NAMES[str(self.accelerator_spec.execution_provider)]
+        options = self.builder_options(config)
+        logger.info(
+            "%s: building %s for %s from %s (options %s)",
+            self.config_owner(),
+            config.precision,
+            target,
+            folder,
+            options,
+        )
+        # The builder keeps intermediate files in its cache folder: a folder of our own, outside the output
+        # (which the engine copies whole), removed afterwards.
+        scratch = Path(tempfile.mkdtemp(prefix="olive-genai-build-"))
+        start = time.perf_counter()
+        try:
+            with routed_logs(logger, logging.INFO), onnxruntime_logs(logger):
+                _create_model(folder, str(output), config.precision, target, str(scratch), options)
+        except WorkflowConfigError:
+            raise
+        except Exception as exc:
+            said = " ".join(str(exc).split())
+            raise PassRunError(
+                f"onnxruntime-genai's builder failed on '{folder}' ({type(exc).__name__}: {said})",
+                owner=self.config_owner(),
+            ) from exc
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        logger.info("%s: built in %.1f s", self.config_owner(), time.perf_counter() - start)
+        genai_config_path = output / GENAI_CONFIG
+        genai_config = json.loads(genai_config_path.read_text(encoding="utf-8"))
+        if config.search:
+            genai_config["search"] = {**(genai_config.get("search") or {}), **config.search}
+            genai_config_path.write_text(json.dumps(genai_config, indent=4), encoding="utf-8")
+        attributes = {
+            **getattr(model, "model_attributes", {}),
+            "genai": {"precision": config.precision, "execution_provider": target, "builder_options": options},
+        }
+        return GenAIModelHandler(str(output), model_attributes=attributes)
+
+
+def _create_model(folder: str, output: str, precision: str, target: str, cache_dir: str, options: dict) -> None:
+    """Run the builder as its command line does: options parsed (and the Hugging Face config read), then built."""
+    from onnxruntime_genai.models import builder
+
+    pairs = [f"{key}={_option_text(value)}" for key, value in options.items()]
+    parsed = builder.parse_extra_options(None, folder, output, precision, target, cache_dir, pairs)
+    builder.create_model(None, folder, output, precision, target, cache_dir, **parsed)
+
+
+def _option_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

@@ -1,0 +1,19 @@
+"""The distribution's hooks (entry-point group ``olive.plugins``): the generative-model metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from olive.plugins import hookimpl
+
+
+@hookimpl
+def olive_register_metrics(register: Callable[[str, Callable[..., dict[str, float]]], None]) -> None:
+    from olive_passes_genai.metrics import METRICS
+
+    for name, evaluate in METRICS.items():
+        register(name, evaluate)
+
+
+__all__: list[Any] = ["olive_register_metrics"]

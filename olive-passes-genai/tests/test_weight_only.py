@@ -1,0 +1,107 @@
+"""HQQ and k-quant on an onnxruntime-genai decoder (the trained one's fp32 build) and on a plain ONNX model: smaller,
+MatMulNBits in place of every weight MatMul, and outputs close to the float model's."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from olive_passes_genai import metrics
+from olive_passes_genai.genai_model import GenAIModelHandler
+from olive_passes_genai.weight_only import OnnxHqqQuantization, OnnxKQuantQuantization
+
+from olive.exceptions import PassConfigError, PassRunError
+from olive.testing import run_pass
+
+
+def _ops(model) -> list[str]:
+    return [n.op_type for n in onnx.load(model.model_path, load_external_data=False).graph.node]
+
+
+@pytest.mark.parametrize(
+    ("cls", "config"),
+    [
+        (OnnxHqqQuantization, {"block_size": 32}),
+        (OnnxKQuantQuantization, {"block_size": 32}),
+        (OnnxKQuantQuantization, {"block_size": 64, "is_symmetric": True, "accuracy_level": 4}),
+    ],
+)
+def test_int4_folder_is_smaller_runs_in_genai_and_stays_close(cls, config, trained_fp32, held_out_file, tmp_path):
+    out = run_pass(cls, trained_fp32, config, output_dir=tmp_path)
+    assert isinstance(out, GenAIModelHandler)
+    ops = _ops(out)
+    assert ops.count("MatMulNBits") == _ops(trained_fp32).count("MatMul") >= 9 and "MatMul" not in ops
+    nbits = [n for n in onnx.load(out.model_path, load_external_data=False).graph.node if n.op_type == "MatMulNBits"]
+    assert {({a.name: a.i for a in n.attribute}["block_size"]) for n in nbits} == {config["block_size"]}
+    assert out.size_on_disk < 0.45 * trained_fp32.size_on_disk
+    assert (out.folder / "tokenizer.json").read_bytes() == (trained_fp32.folder / "tokenizer.json").read_bytes()
+    metric = {"name": "q", "user_config": {"data_path": str(held_out_file), "window": 128, "max_windows": 8}}
+    ppl = metrics.perplexity(out, metric, None)["perplexity"]
+    ref = metrics.perplexity(trained_fp32, metric, None)["perplexity"]
+    assert abs(ppl / ref - 1) < 0.05, (ppl, ref)
+    assert metrics.top1_agreement(out, metric, None, trained_fp32)["top1_agreement"] >= 0.85
+    kl = metrics.next_token_kl(out, metric, None, trained_fp32)["next_token_kl"]
+    assert 0 < kl < 0.05
+
+
+def test_k_quant_keeps_chosen_matmuls_at_8_bits_and_excluded_ones_in_float(trained_fp32, tmp_path):
+    names = [n.name for n in onnx.load(trained_fp32.model_path, load_external_data=False).graph.node]
+    head = next(n for n in names if "lm_head" in n)
+    first = next(n for n in names if n.endswith("qkv_proj/MatMul"))
+    out = run_pass(
+        OnnxKQuantQuantization,
+        trained_fp32,
+        {"block_size": 32, "customized_weight_config": {head: {"bits": 8}}, "nodes_to_exclude": [first]},
+        output_dir=tmp_path,
+    )
+    graph = onnx.load(out.model_path, load_external_data=False).graph
+    bits = {n.name: {a.name: a.i for a in n.attribute}.get("bits") for n in graph.node if n.op_type == "MatMulNBits"}
+    assert 8 in bits.values() and 4 in bits.values()
+    assert [n.name for n in graph.node if n.op_type == "MatMul"] == [first]
+
+
+def test_asymmetric_k_quant_with_an_odd_block_count_is_a_clear_error(trained_fp32, tmp_path):
+    # K = 128 at block_size 128 is one block per column, which onnxruntime's k-quant cannot pack.
+    with pytest.raises(PassRunError, match=r"even number of blocks along K.*is_symmetric true"):
+        run_pass(OnnxKQuantQuantization, trained_fp32, {"block_size": 128}, output_dir=tmp_path)
+
+
+@pytest.mark.parametrize("cls", [OnnxHqqQuantization, OnnxKQuantQuantization])
+def test_a_block_size_matmulnbits_does_not_take_is_a_config_error(cls, cpu):
+    with pytest.raises(PassConfigError, match="param 'block_size' is 48"):
+        cls._check_config(cls.generate_config(cpu, {"block_size": 48}, disable_search=True), cpu)
+
+
+def test_a_plain_onnx_model_gives_a_plain_onnx_model(tmp_path):
+    import onnxruntime as ort
+
+    from olive.model.handler import ONNXModelHandler
+    from olive.testing import mlp_model, random_inputs, save_model
+
+    source = save_model(mlp_model(in_features=64, hidden=128, out_features=64), tmp_path / "mlp")
+    path = source.model_path
+    out = run_pass(OnnxHqqQuantization, source, {"block_size": 32}, output_dir=tmp_path / "q")
+    assert type(out) is ONNXModelHandler and "MatMulNBits" in _ops(out)
+    feeds = random_inputs(source, batch_size=4)
+    ref = ort.InferenceSession(str(path)).run(None, feeds)[0]
+    got = ort.InferenceSession(out.model_path).run(None, feeds)[0]
+    assert np.abs(got - ref).max() < 0.1 * np.abs(ref).max()
+
+
+def test_gptq_calibrated_on_other_text_is_int4_and_stays_close_on_held_out_text(trained_fp32, held_out_file, tmp_path):
+    from olive_passes_genai.gptq import OnnxGptqQuantization
+
+    from olive.testing.decoders import calibration_text
+
+    calib = tmp_path / "calib.txt"
+    calib.write_text(calibration_text(30_000).replace("\n\n", "\n"), encoding="utf-8")
+    out = run_pass(OnnxGptqQuantization, trained_fp32, {"data_path": str(calib), "max_windows": 8}, output_dir=tmp_path)
+    assert isinstance(out, GenAIModelHandler) and out.model_attributes["gptq"]["calibration_windows"] == 8
+    ops = _ops(out)
+    assert ops.count("MatMulNBits") >= 9 and "MatMul" not in ops
+    assert out.size_on_disk < 0.45 * trained_fp32.size_on_disk
+    metric = {"name": "q", "user_config": {"data_path": str(held_out_file), "window": 128, "max_windows": 8}}
+    ppl = metrics.perplexity(out, metric, None)["perplexity"]
+    ref = metrics.perplexity(trained_fp32, metric, None)["perplexity"]
+    assert abs(ppl / ref - 1) < 0.05, (ppl, ref)
+    assert metrics.top1_agreement(out, metric, None, trained_fp32)["top1_agreement"] >= 0.85
