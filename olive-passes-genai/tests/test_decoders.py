@@ -88,3 +88,15 @@ def test_pass_authors_get_the_kit_from_olive_testing():
     assert olive.testing.save_decoder is decoders.save_decoder
     assert olive.testing.trained_decoder is decoders.trained_decoder
     assert olive.testing.held_out_text is decoders.held_out_text
+
+
+def test_the_decoder_test_kit_imports_torch_only_when_called():
+    # olive-core ships the kit; importing it must cost a core user nothing.
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, olive.testing.decoders; print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

@@ -84,10 +84,13 @@ def test_speed_is_measured_against_the_reference_in_alternating_rounds(trained_f
 
 
 def test_the_metrics_are_registered_through_the_hook_with_their_directions():
-    from olive.evaluator.metric import parse_metric, plugin_metrics
+    from olive.evaluator.metric import parse_metric
+    from olive.evaluator.metrics.plugin import PluginMetric
+    from olive.evaluator.metrics.registry import metric_types
 
-    registered = plugin_metrics()
+    registered = metric_types()
     assert set(metrics.METRICS) <= set(registered)
+    assert all(isinstance(registered[name], PluginMetric) for name in metrics.METRICS)
     parsed = parse_metric({"name": "ppl", "type": "perplexity", "sub_types": [{"name": "perplexity"}]})
     assert parsed.sub_types[0].higher_is_better is False
     parsed = parse_metric({"name": "tps", "type": "decode_tokens_per_s", "sub_types": ["ratio_decode_tokens_per_s"]})
