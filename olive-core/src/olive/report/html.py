@@ -2,9 +2,15 @@
 
 It holds a Pareto chart of the first two objectives (inline SVG), a table of every candidate with its pass
 chain, searched values, config and metrics, the input model (its type, and a Hugging Face model's task) and
-the model the metrics compared with as the baseline row, every pass run (with a conversion's check against
-its input), and the distributions (with versions) whose passes ran. No script and nothing loaded from outside
-the file; every string that came from a config, a model path or an error message is escaped.
+the model the metrics compared with as the baseline row, every pass run (with the check that pass made of its
+own output: a conversion's against its input model, an accuracy guard's on the samples it fit on), and the
+distributions (with versions) whose passes ran. No script and nothing loaded from outside the file; every
+string that came from a config, a model path or an error message is escaped.
+
+Latency is given as the ranking uses it: a paired ratio (``latency-ratio_p50``), the candidate and the baseline
+timed in alternating rounds. Each model's own figures (``latency-p50``) were timed apart, at other moments and
+under other load, so they stand in columns of their own, labelled so, and never make a comparison. Long ids,
+pass chains and configs wrap, so the page fits a 1280 px window.
 """
 
 from __future__ import annotations
@@ -333,7 +339,8 @@ def _tooltip(data: ReportData, node: Mapping[str, Any], x_key: str, y_key: str, 
     for key in data.metric_keys():
         value = metric_value(node, key)
         if value is not None:
-            lines.append(f"{key} = {format_metric(key, value)}")
+            apart = " (timed apart)" if is_timed_apart(key) else ""
+            lines.append(f"{key} = {format_metric(key, value)}{apart}")
     return "\n".join(lines)
 
 
