@@ -87,6 +87,9 @@ def test_quickstart_prints_the_table_and_the_chosen_path(quickstart: tuple[Path,
     # The latency comparison is the paired one (both models timed in alternating rounds).
     paired = r"latency-ratio_p50: [0-9.]+ \([0-9.]+x (faster|slower), timed alternately with the input model\)"
     assert re.search(paired, out), out
+    # The models' own p50s were timed apart: never an arrow between them beside the ratio, and the table says so.
+    assert not re.search(r"p50 [0-9.]+ → [0-9.]+ ms", out), out
+    assert "latency-p50: each model timed apart" in " ".join(out.split())
     assert f"olive run --config {directory / 'quickstart.json'}" in out
     # the progress bar went to stderr
     assert "search" in result.stderr and "6/6" in result.stderr

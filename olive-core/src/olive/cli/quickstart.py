@@ -204,6 +204,7 @@ _DISPLAY_KEYS = ("latency-p50",)
 def print_candidates(output: Any, goals: dict[str, str]) -> None:
     """The input model and every candidate, with the objectives, goals and Pareto flag."""
     from olive.report.data import report_data_from_output
+    from olive.report.table import is_paired_ratio, is_timed_apart
     from olive.report.table import print_candidates as print_table
 
     data = report_data_from_output(output, goals)
@@ -212,6 +213,12 @@ def print_candidates(output: Any, goals: dict[str, str]) -> None:
         if extra not in keys and any(metric_value(n, extra) is not None for n in data.candidates()):
             keys.insert(1, extra)
     print_table(data, keys, title="Candidates (the input model first; * is the chosen one)")
+    apart = [k for k in keys if is_timed_apart(k)]
+    if apart and any(is_paired_ratio(k) for k in keys):
+        click.echo(
+            f"{', '.join(apart)}: each model timed apart, at another moment and under other load: not comparable "
+            "with the ratio, which times each candidate in alternating rounds with the input model"
+        )
 
 
 def metric_value(node: Any, key: str) -> float | None:
@@ -239,11 +246,9 @@ def _comparison(output: Any) -> list[str]:
             if new > 0:
                 speedup = new if higher else 1 / new
                 words = f"{speedup:.2f}x faster" if speedup >= 1 else f"{1 / speedup:.2f}x slower"
-                text = f"{key}: {format_value(new)} ({words}, timed alternately with the input model)"
-                ms_new, ms_old = metric_value(best, "latency-p50"), metric_value(base, "latency-p50")
-                if ms_new is not None and ms_old is not None:
-                    text += f"; p50 {format_value(ms_old)} → {format_value(ms_new)} ms"
-                lines.append(text)
+                # Only the ratio: the two models' own p50s were timed apart, under other load, and an arrow between
+                # them could contradict it (report.html says the same).
+                lines.append(f"{key}: {format_value(new)} ({words}, timed alternately with the input model)")
             continue
         if old is None:
             continue

@@ -25,6 +25,10 @@ INPUT_MODEL_ID = "input_model"
 #: metric keys ``"guard fit-cosine_min"``...: what an accuracy guard measured on the samples it fit on, shown
 #: beside the evaluator's figures (measured on samples it did not fit on) so the gap is visible
 FIT_PREFIX = "guard fit-"
+#: the model attributes in which a pass records its own check of its output: a conversion against its input
+#: model, an accuracy guard on the samples it fit on
+CONVERSION_CHECK = "conversion_check"
+ACCURACY_GUARD = "accuracy_guard"
 
 
 @attrs.frozen
@@ -183,6 +187,17 @@ class ReportData:
             current = by_id.get(current["parent_model_id"])
         return list(reversed(steps))
 
+    def own_check(self, node: Mapping[str, Any], attribute: str) -> dict[str, Any] | None:
+        """The check ``node``'s own pass recorded in ``model_attributes[attribute]``, or None.
+
+        A pass copies its input model's attributes onto its output, so a quantization after a conversion carries
+        the conversion's check too; only a check that differs from the parent's is this pass's own."""
+        check = _attribute(node, attribute)
+        if check is None:
+            return None
+        parent = self.by_id.get(node.get("parent_model_id") or "")
+        return None if parent is not None and _attribute(parent, attribute) == check else check
+
     def distributions(self) -> list[tuple[str, str | None, list[str]]]:
         """``(distribution, version, pass names)`` of every pass the run used."""
         found: dict[tuple[str, str | None], list[str]] = {}
@@ -278,10 +293,8 @@ def _with_fit_figures(node: dict[str, Any]) -> dict[str, Any]:
     that is not a number is left out."""
     if not node.get("metrics"):
         return node
-    config = (node.get("model_json") or {}).get("config") if isinstance(node.get("model_json"), Mapping) else None
-    attributes = config.get("model_attributes") if isinstance(config, Mapping) else None
-    guard = attributes.get("accuracy_guard") if isinstance(attributes, Mapping) else None
-    achieved = guard.get("achieved") if isinstance(guard, Mapping) else None
+    guard = _attribute(node, ACCURACY_GUARD)
+    achieved = guard.get("achieved") if guard is not None else None
     if not isinstance(achieved, Mapping):
         return node
     figures = {
@@ -343,10 +356,17 @@ def report_data_from_output(output: Any, goals: Mapping[str, str] | None = None)
 
 
 def conversion_check(node: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The check a conversion pass recorded on its output (``model_attributes["conversion_check"]``), if any."""
-    config = (node.get("model_json") or {}).get("config") or {}
-    check = (config.get("model_attributes") or {}).get("conversion_check")
-    return dict(check) if isinstance(check, Mapping) else None
+    """The conversion check ``node``'s model carries (``model_attributes["conversion_check"]``), if any: its own
+    pass's or, copied along, an earlier conversion's (:meth:`ReportData.own_check` tells them apart)."""
+    return _attribute(node, CONVERSION_CHECK)
+
+
+def _attribute(node: Mapping[str, Any], name: str) -> dict[str, Any] | None:
+    model_json = node.get("model_json")
+    config = model_json.get("config") if isinstance(model_json, Mapping) else None
+    attributes = config.get("model_attributes") if isinstance(config, Mapping) else None
+    value = attributes.get(name) if isinstance(attributes, Mapping) else None
+    return dict(value) if isinstance(value, Mapping) else None
 
 
 def _core_version() -> str:

@@ -2,9 +2,15 @@
 
 It holds a Pareto chart of the first two objectives (inline SVG), a table of every candidate with its pass
 chain, searched values, config and metrics, the input model (its type, and a Hugging Face model's task) and
-the model the metrics compared with as the baseline row, every pass run (with a conversion's check against
-its input), and the distributions (with versions) whose passes ran. No script and nothing loaded from outside
-the file; every string that came from a config, a model path or an error message is escaped.
+the model the metrics compared with as the baseline row, every pass run (with the check that pass made of its
+own output: a conversion's against its input model, an accuracy guard's on the samples it fit on), and the
+distributions (with versions) whose passes ran. No script and nothing loaded from outside the file; every
+string that came from a config, a model path or an error message is escaped.
+
+Latency is given as the ranking uses it: a paired ratio (``latency-ratio_p50``), the candidate and the baseline
+timed in alternating rounds. Each model's own figures (``latency-p50``) were timed apart, at other moments and
+under other load, so they stand in columns of their own, labelled so, and never make a comparison. Long ids,
+pass chains and configs wrap, so the page fits a 1280 px window.
 """
 
 from __future__ import annotations
@@ -17,8 +23,12 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from olive.evaluator.metric import RATIO_PREFIX
 from olive.report.chart import Point, scatter_svg
 from olive.report.data import (
+    ACCURACY_GUARD,
+    CONVERSION_CHECK,
+    FIT_PREFIX,
     ReportData,
     conversion_check,
     goals_of,
@@ -26,6 +36,7 @@ from olive.report.data import (
     report_data_from_footprint,
     report_data_from_output,
 )
+from olive.report.table import is_paired_ratio, is_timed_apart
 
 REPORT_FILE = "report.html"
 
@@ -38,13 +49,27 @@ h1 { font-size: 1.5rem; margin-bottom: .2rem; } h2 { font-size: 1.15rem; margin-
 .summary.failed { background: #fff5f5; border-color: #f5b5b5; }
 table { border-collapse: collapse; width: 100%; font-size: .88rem; }
 th, td { border-bottom: 1px solid #d1d9e0; padding: .35rem .5rem; text-align: left; vertical-align: top; }
-th { background: #f6f8fa; position: sticky; top: 0; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+/* Long ids, pass names and params wrap inside their cell (at the <wbr>s the page puts between their parts),
+   so the page never scrolls sideways. */
+td, th { overflow-wrap: break-word; }
+th { background: #f6f8fa; position: sticky; top: 0; font-weight: 600; }
+th small, td small { font-weight: normal; color: #59636e; }
+th.metric { text-align: right; }
+/* A note as narrow as a number column, so that the pass chains get the room. */
+th.metric small { display: block; max-width: 8rem; margin-left: auto; }
+/* Many metric columns: smaller type, so that the numbers (which never wrap) still fit. */
+table.many { font-size: .78rem; } table.many th, table.many td { padding: .3rem .3rem; }
+th.apart, td.apart { background: #fbf8ef; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; overflow-wrap: normal; }
+td.star { width: 1rem; } td.model { min-width: 12rem; }
+.table-box { overflow-x: auto; }
+ol.chain { margin: .2rem 0 0; padding-left: 1.2rem; }
 tr.baseline td { background: #f1f6ff; font-style: italic; }
 tr.chosen td { background: #eefbf0; font-weight: 600; }
 tr.failed td, tr.pruned td { color: #8c959f; }
 code, pre { font-family: ui-monospace, "SF Mono", Menlo, Consolas, monospace; font-size: .8rem; }
-pre { background: #f6f8fa; padding: .5rem; max-width: 520px; overflow-x: auto; white-space: pre-wrap; }
+pre { background: #f6f8fa; padding: .5rem; overflow-x: auto; white-space: pre-wrap; overflow-wrap: anywhere; }
+.notes { color: #59636e; font-size: .88rem; }
 .status-ok { color: #1a7f37; } .status-failed { color: #cf222e; } .status-pruned { color: #9a6700; }
 .error { color: #cf222e; white-space: pre-wrap; }
 svg.pareto-chart { max-width: 100%; height: auto; font-size: 12px; }
@@ -120,27 +145,41 @@ def _e(value: Any) -> str:
 # Sections
 # -------------------------------------------------------------------------------------------------
 def _comparison(data: ReportData) -> str:
-    """One line per objective: the chosen model against the input model."""
+    """One line per objective: the chosen model against the baseline. A paired latency ratio is the comparison
+    itself, worded as ``olive optimize`` prints it; the models' own p50s never stand in for it."""
     best, baseline = data.best, data.baseline
     if best is None or baseline is None:
         return ""
+    whose = "the input's" if data.reference_is_input else "the reference model's"
     items = []
     for key in [o.key for o in data.objectives] or data.metric_keys():
         new, old = metric_value(best, key), metric_value(baseline, key)
-        if new is None or old is None:
+        if new is None:
             continue
-        text = f"{format_metric(key, old)} → {format_metric(key, new)}"
-        higher = data.higher_is_better(key)
-        if higher is False and new > 0 and old > 0 and new != old:
-            ratio = old / new
-            text += f" ({ratio:.2f}x {'lower' if ratio > 1 else 'higher'})"
-        elif higher is True and new != old:
-            text += f" ({new - old:+.4g})"
+        if is_paired_ratio(key):
+            text = f"{new:.2f}x {whose} {_statistic(key)} (the two timed in alternating rounds)"
+        elif old is None:
+            continue
+        else:
+            text = f"{format_metric(key, old)} → {format_metric(key, new)}"
+            higher = data.higher_is_better(key)
+            if higher is False and new > 0 and old > 0 and new != old:
+                ratio = old / new
+                text += f" ({ratio:.2f}x lower)" if ratio > 1 else f" ({1 / ratio:.2f}x higher)"
+            elif higher is True and new != old:
+                text += f" ({new - old:+.4g})"
+            if is_timed_apart(key):
+                text += "; each timed apart, not comparable with a paired ratio"
         goal = data.goals.get(key)
         if goal:
             text += f"; goal: {goal}"
         items.append(f"<li><code>{_e(key)}</code>: {_e(text)}</li>")
     return "<ul>" + "".join(items) + "</ul>" if items else ""
+
+
+def _statistic(key: str) -> str:
+    sub = key.rpartition("-")[2].removeprefix(RATIO_PREFIX)
+    return "median" if sub == "p50" else sub
 
 
 def check_summary(check: Mapping[str, Any]) -> str:
@@ -156,6 +195,39 @@ def check_summary(check: Mapping[str, Any]) -> str:
     if check.get("passed") is False:
         text += " (failed)"
     return text
+
+
+def guard_summary(guard: Mapping[str, Any]) -> str:
+    """One line of an accuracy guard's check of its own output, on the samples it fit on."""
+    achieved = guard.get("achieved") if isinstance(guard.get("achieved"), Mapping) else {}
+    parts = [
+        f"{name} {value:.3g}" if name == "max_abs_diff" else f"{name} {value:.6f}"
+        for name, value in achieved.items()
+        if isinstance(value, int | float) and not isinstance(value, bool)
+    ]
+    text = ", ".join(parts) or "no numbers"
+    count = guard.get("num_samples")
+    if isinstance(count, int) and not isinstance(count, bool):
+        text += f" on the {count} sample(s) it fit on"
+    floats = guard.get("fp32_nodes")
+    if isinstance(floats, list):
+        text += f", {len(floats)} node(s) kept in float"
+    if guard.get("target_met") is False:
+        text += " (target missed)"
+    return text
+
+
+def _own_checks(data: ReportData, node: Mapping[str, Any]) -> str:
+    """What this pass checked of its own output, each check once: a quantization after a conversion carries the
+    conversion's check along, and must not seem to have passed it again."""
+    lines = []
+    check = data.own_check(node, CONVERSION_CHECK)
+    if check is not None:
+        lines.append(f"against its input model: {check_summary(check)}")
+    guard = data.own_check(node, ACCURACY_GUARD)
+    if guard is not None:
+        lines.append(f"accuracy guard: {guard_summary(guard)}")
+    return "<br>".join(_e(line) for line in lines)
 
 
 def _input_section(data: ReportData) -> str:
@@ -267,22 +339,23 @@ def _tooltip(data: ReportData, node: Mapping[str, Any], x_key: str, y_key: str, 
     for key in data.metric_keys():
         value = metric_value(node, key)
         if value is not None:
-            lines.append(f"{key} = {format_metric(key, value)}")
+            apart = " (timed apart)" if is_timed_apart(key) else ""
+            lines.append(f"{key} = {format_metric(key, value)}{apart}")
     return "\n".join(lines)
 
 
 def _chain_cell(data: ReportData, node: Mapping[str, Any]) -> str:
     steps = data.chain(node)
     if not steps:
-        return "<em>input model</em>"
+        return ""
     rendered = []
     for step in steps:
         varied = ", ".join(f"{k}={_compact(v)}" for k, v in step.varied.items())
-        text = f"<code>{_e(step.pass_key)}</code>: {_e(step.pass_name)}"
+        text = f"<code>{_breakable(step.pass_key)}</code>: {_breakable(step.pass_name)}"
         if varied:
-            text += f"<br><small>{_e(varied)}</small>"
-        rendered.append(text)
-    return " →<br>".join(rendered)
+            text += f"<br><small>{_breakable(varied)}</small>"
+        rendered.append(f"<li>{text}</li>")
+    return f'<ol class="chain">{"".join(rendered)}</ol>'
 
 
 def _config_cell(data: ReportData, node: Mapping[str, Any]) -> str:
@@ -305,13 +378,79 @@ def _target_cell(node: Mapping[str, Any]) -> str:
     return text
 
 
-def _candidate_table(data: ReportData) -> str:
+def _breakable(text: Any) -> str:
+    """``text`` escaped, with a line break allowed after its separators and between the words of a CamelCase
+    name: a metric key, a pass name or a list of values is one long word that would otherwise widen its column
+    past the page."""
+    text = "" if text is None else str(text)
+    out = []
+    for i, char in enumerate(text):
+        if char.isupper() and i > 0 and text[i - 1].islower():
+            out.append("<wbr>")
+        out.append(_e(char))
+        if char in "-_,=/:" and i + 1 < len(text):
+            out.append("<wbr>")
+    return "".join(out)
+
+
+def _column_keys(data: ReportData) -> list[str]:
+    """The metric columns: the objectives, the other measured metrics, the accuracy guard's own figures beside
+    them, and last the figures timed apart, away from the paired ratio they could seem to contradict."""
     keys = data.metric_keys()
-    head = ["", "model", "status", "passes (searched values)", "execution provider (options)"]
-    head += [
-        f"{k}{' ↑' if data.higher_is_better(k) else ' ↓' if data.higher_is_better(k) is False else ''}" for k in keys
-    ]
-    head += ["goals", "Pareto", "config"]
+    fit = [k for k in keys if k.startswith(FIT_PREFIX)]
+    apart = [k for k in keys if is_timed_apart(k) and k not in fit]
+    rest = [k for k in keys if k not in fit and k not in apart]
+    return rest + fit + apart
+
+
+def _held_out_count(data: ReportData, key: str) -> int | None:
+    metric = key.rpartition("-")[0]
+    counts = {(n.get("samples") or {}).get(metric) for n in data.candidates()} - {None}
+    return counts.pop() if len(counts) == 1 and isinstance(next(iter(counts)), int) else None
+
+
+def _column_note(data: ReportData, key: str, paired: bool) -> str:
+    """What a metric column's numbers are, under its header."""
+    whose = "input's" if data.reference_is_input else "reference model's"
+    if key.startswith(FIT_PREFIX):
+        return "the accuracy guard's own check, on the samples it fit on"
+    if is_paired_ratio(key):
+        return f"times the {whose} {_statistic(key)}, the two timed in alternating rounds"
+    if is_timed_apart(key):
+        unit = "1/s" if data.higher_is_better(key) else "ms"
+        return f"{unit}, each model timed apart" + (": not comparable with the ratio" if paired else "")
+    if _is_bytes(key):
+        return "on disk"
+    count = _held_out_count(data, key)
+    if count is None:
+        return ""
+    # Beside a guard's figures, say which samples are which: these are the ones it did not fit on.
+    fitted = any(k.startswith(FIT_PREFIX) for k in data.metric_keys())
+    return f"on {count} held-out sample(s)" if fitted else f"on {count} sample(s)"
+
+
+def _metric_header(data: ReportData, key: str, paired: bool) -> str:
+    higher = data.higher_is_better(key)
+    arrow = {True: " ↑", False: " ↓"}.get(higher, "")  # type: ignore[call-overload]
+    note = _column_note(data, key, paired)
+    classes = ["metric"] + (["apart"] if is_timed_apart(key) else []) + (["fit"] if key.startswith(FIT_PREFIX) else [])
+    return (
+        f'<th class="{" ".join(classes)}" title="{_e(key)}" data-key="{_e(key)}"><code>{_breakable(key)}</code>'
+        f"{_e(arrow)}" + (f"<br><small>{_e(note)}</small>" if note else "") + "</th>"
+    )
+
+
+def _candidate_table(data: ReportData) -> str:
+    keys = _column_keys(data)
+    paired = any(is_paired_ratio(k) for k in keys)
+    # One provider for every candidate: the page's header says which, and the column would repeat it.
+    left_out = any((n.get("target") or {}).get("nodes_not_taken_count") for n in data.nodes)
+    show_target = len(data.targets()) > 1 or left_out
+    head = ['<th class="star"></th>', '<th class="model">model, passes (searched values), config</th>']
+    if show_target:
+        head.append("<th>execution provider (options)</th>")
+    head += [_metric_header(data, k, paired) for k in keys]
+    head.append("<th>goals</th>")
     rows = []
     base = data.baseline
     rows_nodes: list[tuple[str, Mapping[str, Any]]] = []
@@ -323,26 +462,56 @@ def _candidate_table(data: ReportData) -> str:
         chosen = node["model_id"] == data.best_model_id
         status = node.get("status", "ok")
         classes = [kind, status] + (["chosen"] if chosen else [])
-        cells = [
-            "★" if chosen else "",
-            f"<code>{_e(node['model_id'])}</code>",
-            (("input" if data.reference_is_input else "reference") + " (baseline)")
-            if kind == "baseline"
-            else f'<span class="status-{_e(status)}">{_e(status)}</span>',
-            _chain_cell(data, node),
-            _target_cell(node),
-        ]
-        cells += [f'<td class="num">{_e(format_metric(k, metric_value(node, k)))}</td>' for k in keys]
-        goals = {True: "met", False: "missed", None: ""}.get(node.get("meets_goals"), "")
-        cells += [_e(goals), "yes" if node.get("is_pareto") else "", _config_cell(data, node)]
+        if kind == "baseline":
+            label = ("input" if data.reference_is_input else "reference") + " (baseline)"
+            state = f"<em>{_e(label)}</em>"
+        else:
+            state = f'<span class="status-{_e(status)}">{_e(status)}</span>'
+        model = f"<code>{_breakable(node['model_id'])}</code> {state}"
         if node.get("error"):
-            cells[2] += f'<div class="error">{_e(node["error"])}</div>'
-        rendered = "".join(c if c.startswith("<td") else f"<td>{c}</td>" for c in cells)
-        rows.append(
-            f'<tr class="{" ".join(_e(c) for c in classes)}" data-model-id="{_e(node["model_id"])}">{rendered}</tr>'
+            model += f'<div class="error">{_e(node["error"])}</div>'
+        model += _chain_cell(data, node) + _config_cell(data, node)
+        cells = ['<td class="star">★</td>' if chosen else '<td class="star"></td>', f'<td class="model">{model}</td>']
+        if show_target:
+            cells.append(f"<td>{_target_cell(node)}</td>")
+        cells += [
+            f'<td class="num{" apart" if is_timed_apart(k) else ""}">{_e(format_metric(k, metric_value(node, k)))}</td>'
+            for k in keys
+        ]
+        goals = {True: "met", False: "missed", None: ""}.get(node.get("meets_goals"), "")
+        flags = [f for f in (goals, "Pareto" if node.get("is_pareto") else "") if f]
+        cells.append(f'<td class="flags">{"<br>".join(_e(f) for f in flags)}</td>')
+        row_class = " ".join(_e(c) for c in classes)
+        rows.append(f'<tr class="{row_class}" data-model-id="{_e(node["model_id"])}">{"".join(cells)}</tr>')
+    return f'<table class="candidates"><thead><tr>{"".join(head)}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _column_notes(data: ReportData) -> str:
+    """Why two kinds of latency and of agreement figures stand in one table."""
+    keys = data.metric_keys()
+    notes = []
+    ratios = [k for k in keys if is_paired_ratio(k)]
+    apart = [k for k in keys if is_timed_apart(k)]
+    if ratios:
+        notes.append(
+            f"{', '.join(f'<code>{_e(k)}</code>' for k in ratios)}: the latency the ranking uses, each candidate's "
+            "time over the baseline's, the two timed in alternating rounds so that a change of machine load touches "
+            "both alike."
         )
-    header = "".join(f"<th>{_e(h)}</th>" for h in head)
-    return f'<table class="candidates"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    if apart:
+        notes.append(
+            f"{', '.join(f'<code>{_e(k)}</code>' for k in apart)} (shaded): each model's own figure, timed apart at "
+            "another moment and under other load"
+            + ("; two of them can disagree with the paired ratio, which is the comparison." if ratios else ".")
+        )
+    fit = [k for k in keys if k.startswith(FIT_PREFIX)]
+    if fit:
+        notes.append(
+            f"{', '.join(f'<code>{_e(k)}</code>' for k in fit)}: what the accuracy guard measured on the samples it "
+            "fit on, beside the same measure on samples it did not fit on; the gap is how much the fit flatters "
+            "the model."
+        )
+    return '<ul class="notes">' + "".join(f"<li>{n}</li>" for n in notes) + "</ul>" if notes else ""
 
 
 def _runs_table(data: ReportData) -> str:
@@ -353,20 +522,18 @@ def _runs_table(data: ReportData) -> str:
         dist = node.get("pass_distribution")
         version = node.get("pass_version")
         cells = [
-            f"<code>{_e(node['model_id'])}</code>",
-            f"<code>{_e(node.get('parent_model_id'))}</code>",
-            f"<code>{_e(node.get('pass_key'))}</code>",
-            _e(node.get("pass_name")),
-            _e(f"{dist}=={version}" if dist and version else dist or ""),
+            f"<code>{_breakable(node['model_id'])}</code>",
+            f"<code>{_breakable(node.get('parent_model_id'))}</code>",
+            f"<code>{_e(node.get('pass_key'))}</code>: {_breakable(node.get('pass_name'))}",
+            _breakable(f"{dist}=={version}" if dist and version else dist or ""),
             _e(node.get("status")) + (f'<div class="error">{_e(node["error"])}</div>' if node.get("error") else ""),
             "yes" if node.get("cached") else "no",
         ]
         rendered = "".join(f"<td>{c}</td>" for c in cells)
         rendered += f'<td class="num">{_e(f"{run_s:.3f}" if isinstance(run_s, int | float) else "-")}</td>'
-        check = conversion_check(node)
-        rendered += f'<td class="check">{_e(check_summary(check)) if check is not None else ""}</td>'
-        rows.append(f"<tr>{rendered}</tr>")
-    head = ["model", "parent", "pass key", "pass", "distribution", "status", "cached", "run s", "checked against input"]
+        rendered += f'<td class="check">{_own_checks(data, node)}</td>'
+        rows.append(f'<tr data-model-id="{_e(node["model_id"])}">{rendered}</tr>')
+    head = ["model", "parent", "pass", "distribution", "status", "cached", "run s", "its own check of its output"]
     header = "".join(f"<th>{_e(h)}</th>" for h in head)
     return f'<table class="runs"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
@@ -422,6 +589,7 @@ def render_report(data: ReportData) -> str:
             f"<p>The {'input' if data.reference_is_input else 'reference'} model is the baseline row; ★ marks the "
             "chosen model. ↑ higher is better, ↓ lower is better. Hover a point in the chart for its values.</p>",
             _candidate_table(data),
+            _column_notes(data),
             "<h2>Pass runs</h2>",
             _runs_table(data),
             "<h2>Distributions</h2>",

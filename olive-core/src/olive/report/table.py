@@ -44,6 +44,18 @@ def unit_of(key: str, higher_is_better: bool | None) -> tuple[float, str]:
     return 1.0, ""
 
 
+def is_paired_ratio(key: str) -> bool:
+    """A latency ratio (``latency-ratio_p50``): the model's time over the input model's, the two timed in
+    alternating rounds, so a change of machine load touches both alike. The ranking uses it."""
+    return key.rpartition("-")[2].startswith(RATIO_PREFIX)
+
+
+def is_timed_apart(key: str) -> bool:
+    """An absolute latency or throughput figure (``latency-p50``): each model timed on its own, at another moment
+    and under other load than the rest, so two of them can contradict the paired ratio."""
+    return not is_paired_ratio(key) and key.rpartition("-")[2] in LATENCY_SUB_TYPES
+
+
 def format_value(value: float | None, divisor: float = 1.0) -> str:
     """Four significant digits, without an exponent for the values tables usually hold."""
     if value is None:
