@@ -255,12 +255,12 @@ def _describe(entry: CacheEntry) -> str:
 def _folder_size(folder: Path) -> int:
     """The bytes of the regular files under ``folder`` (links are not followed, nor counted)."""
     total = 0
-    stack = [folder]
+    stack = [str(folder)]  # plain strings: Path objects would cost more than the system calls here
     while stack:
         with os.scandir(stack.pop()) as items:
             for item in items:
                 if item.is_dir(follow_symlinks=False):
-                    stack.append(Path(item.path))
+                    stack.append(item.path)
                 elif item.is_file(follow_symlinks=False):
                     total += item.stat(follow_symlinks=False).st_size
     return total

@@ -597,30 +597,31 @@ def owned_entries(root: Path, kinds: Iterable[str] = ("run", "eval")) -> Iterato
     ``digests/<h[:2]>/<h>.json``). Links, temp files and whatever else is there are not entries."""
     for kind in kinds:
         sub, suffix = _OWNED[kind]
-        folder = root / sub
-        try:
-            if folder.is_symlink() or not folder.is_dir():
+        for shard in _scan(root / sub):
+            if not (_SHARD.fullmatch(shard.name) and shard.is_dir(follow_symlinks=False)):
                 continue
-            shards = sorted(s for s in folder.iterdir() if _SHARD.fullmatch(s.name))
-        except OSError:
-            continue
-        for shard in shards:
-            try:
-                if shard.is_symlink() or not shard.is_dir():
-                    continue
-                items = sorted(shard.iterdir())
-            except OSError:
-                continue
-            for item in items:
+            for item in _scan(Path(shard.path)):
                 key = item.name.removesuffix(suffix)
                 if not (_HASH.fullmatch(key) and item.name == key + suffix and key[:2] == shard.name):
                     continue
                 try:
-                    mode = item.lstat().st_mode
+                    # Links are never entries (DirEntry's checks read the entry itself, not a link's target).
+                    mine = item.is_dir(follow_symlinks=False) if kind == "run" else item.is_file(follow_symlinks=False)
                 except OSError:  # removed meanwhile
                     continue
-                if stat_mode.S_ISDIR(mode) if kind == "run" else stat_mode.S_ISREG(mode):
-                    yield kind, key, item
+                if mine:
+                    yield kind, key, Path(item.path)
+
+
+def _scan(folder: Path) -> list[os.DirEntry[str]]:
+    """The items of ``folder`` in name order; none when it is a link, not a folder, or unreadable."""
+    try:
+        if folder.is_symlink():
+            return []
+        with os.scandir(folder) as items:
+            return sorted(items, key=lambda item: item.name)
+    except OSError:
+        return []
 
 
 # kind -> (folder, what follows the key in an entry's name)
