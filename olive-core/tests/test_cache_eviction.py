@@ -176,7 +176,7 @@ def test_a_run_over_the_limit_evicts_the_least_recently_used_and_its_rerun_is_se
 
 
 def test_the_workflow_key_sets_the_limit_and_a_run_that_writes_nothing_evicts_nothing(
-    tmp_path: Path, run_log: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, run_log: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     store = CacheStore(tmp_path / "cache")
     olive.run(_workflow(tmp_path, "a"))
@@ -195,6 +195,13 @@ def test_the_workflow_key_sets_the_limit_and_a_run_that_writes_nothing_evicts_no
     assert len(ran_passes(run_log)) == 5
     assert len(_keys(store)) == 2
     assert len(before & _keys(store)) == 1
+    # Its own entries are over the limit: it says so, naming the setting to raise.
+    [warning] = [
+        r.getMessage() for r in caplog.records if r.name == "olive.cache.eviction" and r.levelname == "WARNING"
+    ]
+    assert (
+        "over its 0 bytes limit (cache_max_size): the entries of running workflows (this one's too) are kept" in warning
+    )
 
 
 def test_evaluations_are_entries_too_and_go_least_recently_used_first(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ followed), never from what an entry says about itself.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -138,7 +139,8 @@ def prune(store: CacheStore, limit: SizeLimit, dry_run: bool = False, tidy: bool
     evicted: list[CacheEntry] = []
     aside: list[Path] = []
     held_count = 0
-    with store.lock(PRUNE_LOCK):
+    # A dry run only reads (a read-only cache can be asked too); what it says may be stale the moment after.
+    with store.lock(PRUNE_LOCK) if not dry_run else contextlib.nullcontext():
         held = read_held(store.root / "locks", remove_dead=not dry_run)
         for entry in sorted(found, key=lambda e: (e.last_used, e.kind, e.key)):
             if size <= limit.max_bytes:

@@ -111,10 +111,10 @@ class HoldWriter:
 
 
 class Hold:
-    """A workflow run's record, locked for as long as the run lasts."""
+    """A workflow run's record, locked (by :func:`holding`) for as long as the run lasts."""
 
-    def __init__(self, path: Path, fd: int):
-        self.path, self._fd = path, fd
+    def __init__(self, path: Path):
+        self.path = path
 
     def wrote_new(self) -> bool:
         """Whether a process of this run wrote an entry (only then can the cache have grown past its limit)."""
@@ -148,7 +148,7 @@ def holding(locks: Path, session: str) -> Iterator[Hold | None]:
         yield None
         return
     try:
-        yield Hold(path, fd)
+        yield Hold(path)
     finally:
         # Removed while still locked: eviction never mistakes it for a dead run's record it may delete.
         with contextlib.suppress(OSError):

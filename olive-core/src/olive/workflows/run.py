@@ -13,7 +13,7 @@ import attrs
 
 from olive.cache.eviction import prune_after_run
 from olive.cache.size import SizeLimit, configured_limit
-from olive.cache.store import CacheStore
+from olive.cache.store import CacheStore, can_lock
 from olive.data.check import check_workflow_data
 from olive.data.config import DataConfig
 from olive.data.containers import bind_input_model
@@ -235,7 +235,8 @@ def _execute(prepared: PreparedWorkflow, show_progress: bool) -> WorkflowOutput:
     # entry this run uses is held until it ends, so eviction (its own, at the end, or another run's) keeps them.
     with cache.keeping_digests(), cache.holding() as hold:
         output = _run_engine(prepared, cache, show_progress)
-        if hold is not None and hold.wrote_new():
+        # Where no record can be kept (no flock: Windows) it cannot tell whether this run wrote: it checks.
+        if hold.wrote_new() if hold is not None else not can_lock():
             prune_after_run(cache, prepared.cache_limit if prepared.cache_limit is not None else configured_limit())
         return output
 
