@@ -57,3 +57,14 @@ def test_workflows_without_cache_dir_share_the_default_and_olive_cache_finds_it(
     assert cleaned.exit_code == 0, cleaned.output
     assert not home.exists()
     assert "no cache here yet" in runner.invoke(cli, ["cache", "info"]).stdout
+
+
+def test_a_cache_dir_in_the_home_of_no_user_is_one_config_error(tmp_path: Path) -> None:
+    config = tmp_path / "wf.json"
+    config.write_text(json.dumps(base_workflow(tmp_path, cache_dir="~no-such-user-here/cache")))
+    result = CliRunner().invoke(cli, ["run", "--dry-run", str(config)])
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        "Error: cache_dir: '~no-such-user-here/cache' cannot be a path: ~no-such-user-here is the home folder of no "
+        "user here; fix the path\n"
+    )

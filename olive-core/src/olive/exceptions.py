@@ -87,5 +87,10 @@ class TemplateError(OliveError):
     """A pass distribution cannot be created from the template (a bad name, an existing folder, ...)."""
 
 
+class SettingError(OliveError, ValueError):
+    """An environment variable holds a value Olive cannot use; the message names the variable and the accepted
+    forms."""
+
+
 class CacheError(OliveError):
     """The cache folder cannot be written (read-only, no permission, disk full...)."""

@@ -123,7 +123,10 @@ def resolve_user_path(value: str | os.PathLike[str], base_dir: str | os.PathLike
     reason = unusable_reason(value)
     if reason is not None:
         raise UnusablePath(reason)
-    path = Path(value).expanduser()
+    try:
+        path = Path(value).expanduser()
+    except RuntimeError:  # `~name` of a user this system does not know
+        raise UnusablePath(f"{Path(value).parts[0]} is the home folder of no user here") from None
     if not path.is_absolute():
         path = Path(base_dir if base_dir is not None else Path.cwd()).expanduser() / path
     resolved = Path(os.path.normpath(path.absolute()))

@@ -6,7 +6,8 @@ Layout under the cache folder::
     runs/<k[:2]>/<k>/         one finished pass run: run.json plus the output model files
     evals/<k[:2]>/<k>.json    one evaluation result
     tmp/<pid>-<k>-<rand>/     a run in progress; renamed into runs/ when it finishes
-    locks/                    lock files: one per pass run in progress, one per host for timing metrics
+    locks/                    lock files: one per pass run in progress, one per host for timing metrics, one per
+                              workflow run naming the entries it holds, and the prune lock (olive.cache.holds)
     digests/<h[:2]>/<h>.json  the sha256 of a file hashed by an earlier run (h: the hash of its path), with the
                               signature it had then (inode, size, mtime, ctime); reused only while that holds
 
@@ -25,6 +26,11 @@ entry, and the output is the one the run made: each output file still has the si
 recorded with the entry (the fast path), or else its content still hashes to the recorded ``output_hash``. An
 entry failing any of this is corrupt: it is never used; a warning names it, the run's lock holder removes it
 (it is this store's own entry; links in it are removed, never followed), and the run is done again.
+
+A hit moves its record's modification time forward: that is the entry's last use, by which eviction
+(:mod:`olive.cache.eviction`) keeps the cache under its size limit. Every entry is named in the record of the
+workflow run that uses it before it is looked up or written (:mod:`olive.cache.holds`), so eviction never
+removes an entry a running workflow holds.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from olive.cache.holds import RECORD, Hold, HoldWriter, holding
 from olive.exceptions import CacheError
 from olive.paths import UnsafeName, inside, system_folder_reason
 
@@ -61,7 +68,7 @@ _RUN_ENTRY = re.compile(_KEY)
 _EVAL_ENTRY = re.compile(rf"(?:{_KEY}\.json|\.{_KEY}\.json\.\d+\.[0-9a-f]{{8}}\.tmp)")
 _TMP_ENTRY = re.compile(r"(\d+)-[0-9a-f]{16}-[0-9a-f]{8}")
 _DIGEST_ENTRY = _EVAL_ENTRY  # digests/<k[:2]>/<k>.json, written as evaluations are
-_LOCK_ENTRY = re.compile(r"(?:run-[0-9a-f]{32}|host-[A-Za-z0-9_.-]+)\.lock")
+_LOCK_ENTRY = re.compile(rf"(?:run-[0-9a-f]{{32}}|host-[A-Za-z0-9_.-]+|prune)\.lock|{RECORD.pattern}")
 _MARKER_TMP = re.compile(rf"\.{re.escape(MARKER)}\.\d+\.[0-9a-f]{{8}}\.tmp")
 _FORMAT = 1
 # In-process memo of file hashes, by file signature (see file_signature). Hashing big models on every lookup
@@ -237,6 +244,7 @@ class CacheStore:
         # Stamped on every entry this store writes; copies sent to workers keep it, so a run can tell the work
         # its own trials did from entries that were there before it started.
         self.session_id = uuid.uuid4().hex
+        self._hold_writer: HoldWriter | None = None
 
     # ------------------------------------------------------------------------------------------
     def ensure(self) -> None:
@@ -301,6 +309,25 @@ class CacheStore:
         finally:
             _DIGEST_DIR = previous
 
+    @contextlib.contextmanager
+    def holding(self) -> Iterator[Hold | None]:
+        """While inside, every entry this session (``session_id``, in any process) looks up or writes is held:
+        eviction leaves it alone. None where no record can be kept (a read-only cache, which nothing evicts)."""
+        with holding(self.root / "locks", self.session_id) as hold:
+            try:
+                yield hold
+            finally:
+                if self._hold_writer is not None:
+                    self._hold_writer.close()
+
+    def _note(self, kind: str, key: str, new: bool = False) -> None:
+        """Name an entry in this session's record (when a workflow run keeps one) before it is looked up or written."""
+        writer = self._hold_writer
+        if writer is None or writer.session != self.session_id:
+            # Workers are given the run's session after the store is made.
+            writer = self._hold_writer = HoldWriter(self.root / "locks", self.session_id)
+        writer.note(kind, key, new)
+
     # ------------------------------------------------------------------------------------------
     # Pass runs
     def run_dir(self, key: str) -> Path:
@@ -321,6 +348,7 @@ class CacheStore:
             (:meth:`run_lock`) repairs, so no entry another process has just written is removed.
         """
         entry = self.run_dir(key)
+        self._note("run", key)
         try:
             record = self._checked_run(key, entry, model_of)
         except FileNotFoundError:
@@ -329,6 +357,7 @@ class CacheStore:
             if repair:
                 self._discard_run(key, str(exc))
             return None
+        _mark_used(entry / RUN_RECORD)
         return record
 
     def _checked_run(self, key: str, entry: Path, model_of: Callable[[dict[str, Any]], Any] | None) -> dict[str, Any]:
@@ -416,6 +445,7 @@ class CacheStore:
         Write the outputs and ``run.json`` inside it. On an exception the folder is removed.
         """
         self.ensure()
+        self._note("run", key, new=True)
         tmp = self.root / "tmp" / f"{os.getpid()}-{key[:16]}-{uuid.uuid4().hex[:8]}"
         with self._writing():
             tmp.mkdir(parents=True)
@@ -481,6 +511,7 @@ class CacheStore:
         {...}}``, or None. One that does not have this shape, or lacks one of ``keys``, is corrupt: a warning
         names it and the caller measures again (``put_eval`` then replaces it)."""
         path = self.eval_path(key)
+        self._note("eval", key)
         try:
             stored = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -490,12 +521,14 @@ class CacheStore:
         else:
             reason = _eval_problem(stored, keys)
             if reason is None:
+                _mark_used(path)
                 return stored
         logger.warning("cache entry '%s' is corrupt: %s; the model is measured again", path, reason)
         return None
 
     def put_eval(self, key: str, value: dict[str, Any]) -> None:
         self.ensure()
+        self._note("eval", key, new=True)
         with self._writing():
             self._write_json_atomic(self.eval_path(key), value)
 
@@ -556,6 +589,50 @@ class CacheStore:
         if not any(self.root.iterdir()):
             self.root.rmdir()
         return sorted(kept)
+
+
+def owned_entries(root: Path, kinds: Iterable[str] = ("run", "eval")) -> Iterator[tuple[str, str, Path]]:
+    """``(kind, key, path)`` of the entries under ``root`` named as this store names them, for each of ``kinds``:
+    ``run`` (a folder ``runs/<k[:2]>/<k>``), ``eval`` (a file ``evals/<k[:2]>/<k>.json``), ``digest`` (a file
+    ``digests/<h[:2]>/<h>.json``). Links, temp files and whatever else is there are not entries."""
+    for kind in kinds:
+        sub, suffix = _OWNED[kind]
+        for shard in _scan(root / sub):
+            if not (_SHARD.fullmatch(shard.name) and shard.is_dir(follow_symlinks=False)):
+                continue
+            for item in _scan(Path(shard.path)):
+                key = item.name.removesuffix(suffix)
+                if not (_HASH.fullmatch(key) and item.name == key + suffix and key[:2] == shard.name):
+                    continue
+                try:
+                    # Links are never entries (DirEntry's checks read the entry itself, not a link's target).
+                    mine = item.is_dir(follow_symlinks=False) if kind == "run" else item.is_file(follow_symlinks=False)
+                except OSError:  # removed meanwhile
+                    continue
+                if mine:
+                    yield kind, key, Path(item.path)
+
+
+def _scan(folder: Path) -> list[os.DirEntry[str]]:
+    """The items of ``folder`` in name order; none when it is a link, not a folder, or unreadable."""
+    try:
+        if folder.is_symlink():
+            return []
+        with os.scandir(folder) as items:
+            return sorted(items, key=lambda item: item.name)
+    except OSError:
+        return []
+
+
+# kind -> (folder, what follows the key in an entry's name)
+_OWNED = {"run": ("runs", ""), "eval": ("evals", ".json"), "digest": (DIGESTS, ".json")}
+
+
+def _mark_used(record: Path) -> None:
+    """Move an entry's last use to now (its record's modification time; one atomic ``utime``). A read-only cache
+    keeps its old times: it serves hits all the same."""
+    with contextlib.suppress(OSError, NotImplementedError):
+        os.utime(record, follow_symlinks=False)  # a link's target is not the cache's to touch
 
 
 def _check_record_shape(record: Any, key: str) -> None:

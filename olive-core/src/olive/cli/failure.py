@@ -12,7 +12,7 @@ from typing import NoReturn
 import click
 
 from olive.config_errors import printable
-from olive.exceptions import PassConfigError, TemplateError, WorkflowConfigError
+from olive.exceptions import PassConfigError, SettingError, TemplateError, WorkflowConfigError
 
 EXIT_FAILED = 1
 EXIT_CONFIG = 2
@@ -30,13 +30,13 @@ def one_line(text: object) -> str:
 
 
 def exit_code(exc: BaseException) -> int:
-    """2 for an error the user fixes in what they gave (a config, a flag, a template answer), else 1.
+    """2 for an error the user fixes in what they gave (a config, a flag, a setting, a template answer), else 1.
 
     A template error caused by a missing module is the installation's, not the answers': 1.
     """
     if isinstance(exc, TemplateError):
         return EXIT_FAILED if isinstance(exc.__cause__, ImportError) else EXIT_CONFIG
-    return EXIT_CONFIG if isinstance(exc, PassConfigError | WorkflowConfigError) else EXIT_FAILED
+    return EXIT_CONFIG if isinstance(exc, PassConfigError | WorkflowConfigError | SettingError) else EXIT_FAILED
 
 
 def error_line(message: object) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from olive.cache.location import default_cache_dir
+from olive.cache.size import SizeLimit, workflow_limit
 from olive.config_errors import (
     check_document,
     check_keys,
@@ -46,6 +47,8 @@ logger = logging.getLogger(__name__)
 ENGINE_KEYS: dict[str, tuple[type, str, Any]] = {
     # None: the per-user cache (olive.cache.location), shared by every workflow that names none.
     "cache_dir": (str, "a string", None),
+    # None: OLIVE_CACHE_MAX_SIZE, else the default (olive.cache.size).
+    "cache_max_size": ((str, int), 'a size such as "2GB", or "unlimited"', None),
     "output_dir": (str, "a string", "output"),
     "evaluate_input_model": (bool, "true or false", True),
     "clean_cache": (bool, "true or false", False),
@@ -269,6 +272,7 @@ class WorkflowConfig:
     host: SystemConfig | None = None
     target: SystemConfig | None = None
     cache_dir: Path = Path(".olive-cache")
+    cache_max_size: SizeLimit | None = None
     output_dir: Path = Path("output")
     evaluate_input_model: bool = True
     clean_cache: bool = False
@@ -399,6 +403,11 @@ class _Parser:
                 value = user_path(value, key, self.base_dir)
             elif key == "log_severity_level":
                 value = whole_number(value, key, minimum=0, maximum=4)
+            elif key == "cache_max_size":
+                try:
+                    value = workflow_limit(value, key)
+                except ValueError as exc:
+                    raise config_error(key, str(exc)) from None
             kwargs[key] = value
         if "user_script" in flat:
             kwargs["user_script"] = self.path_value(flat["user_script"], "user_script", must_exist=True, kind="file")

@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from olive.cache.store import CacheStore
+from olive.cache.eviction import prune_after_run
+from olive.cache.size import SizeLimit, configured_limit
+from olive.cache.store import CacheStore, can_lock
 from olive.data.check import check_workflow_data
 from olive.data.config import DataConfig
 from olive.data.containers import bind_input_model
@@ -59,6 +61,8 @@ class PreparedWorkflow:
     targets: list[AcceleratorSpec] = attrs.Factory(list)
     #: the data configs that passes fit on and metrics judge on (split unless ``"split": false``)
     shared_data: tuple[SharedData, ...] = ()
+    #: how big the cache may grow: the workflow's cache_max_size, else OLIVE_CACHE_MAX_SIZE, else the default
+    cache_limit: SizeLimit | None = None
 
     def search_space_sizes(self) -> dict[str, int]:
         return {plan.key: plan.size() for plan in self.plans}
@@ -145,6 +149,8 @@ def strategy_executor(workflow: WorkflowConfig) -> str:
 def prepare(config_or_path: Any, **overrides: Any) -> PreparedWorkflow:
     """Validate the workflow and resolve every pass config; raises before anything runs."""
     workflow = load_workflow_config(config_or_path, **overrides)
+    # Read now, so a bad OLIVE_CACHE_MAX_SIZE is reported (exit 2) before anything runs.
+    cache_limit = workflow.cache_max_size if workflow.cache_max_size is not None else configured_limit()
     shared = tuple(shared_data(workflow))
     workflow = assign_data_roles(workflow)
     reason = system_folder_reason(workflow.cache_dir)
@@ -180,7 +186,7 @@ def prepare(config_or_path: Any, **overrides: Any) -> PreparedWorkflow:
                 f"search_strategy.sampler: unknown sampler '{strategy.sampler}'"
                 f"{closest_match_hint(strategy.sampler, samplers)}; use one of {', '.join(samplers)}"
             )
-    return PreparedWorkflow(workflow, plans, accelerator, providers, targets, shared)
+    return PreparedWorkflow(workflow, plans, accelerator, providers, targets, shared, cache_limit)
 
 
 def run(
@@ -225,9 +231,14 @@ def _execute(prepared: PreparedWorkflow, show_progress: bool) -> WorkflowOutput:
             )
     cache.ensure()
     cache.clean_stale_tmp()
-    # Files hashed by earlier runs (the input model, data, scripts) are not read again while unchanged.
-    with cache.keeping_digests():
-        return _run_engine(prepared, cache, show_progress)
+    # Files hashed by earlier runs (the input model, data, scripts) are not read again while unchanged. Every
+    # entry this run uses is held until it ends, so eviction (its own, at the end, or another run's) keeps them.
+    with cache.keeping_digests(), cache.holding() as hold:
+        output = _run_engine(prepared, cache, show_progress)
+        # Where no record can be kept (no flock: Windows) it cannot tell whether this run wrote: it checks.
+        if hold.wrote_new() if hold is not None else not can_lock():
+            prune_after_run(cache, prepared.cache_limit if prepared.cache_limit is not None else configured_limit())
+        return output
 
 
 def _run_engine(prepared: PreparedWorkflow, cache: CacheStore, show_progress: bool) -> WorkflowOutput:
