@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from olive.data.config import DataConfig
 from olive.data.feeds import check_feed_specs
 from olive.data.npz import LABEL_KEYS, read_npz_headers
-from olive.data.split import MIN_SAMPLES_PER_ROLE
+from olive.data.split import MIN_SAMPLES_PER_ROLE, shared_data_too_small, too_few_samples
 from olive.exceptions import OliveError, WorkflowConfigError
 from olive.model.handler import ONNXModelHandler
 
@@ -107,10 +107,4 @@ def _check_split_count(config: DataConfig, rows: int, max_samples: Any) -> None:
     count = min(rows, max_samples) if isinstance(max_samples, int) and max_samples > 0 else rows
     if count >= 2 * MIN_SAMPLES_PER_ROLE:
         return
-    raise WorkflowConfigError(
-        f"passes fit on it and metrics judge on it, and it holds {count} sample(s), too few to split into a part to "
-        f"fit on and a part to judge on (at least {2 * MIN_SAMPLES_PER_ROLE}: {MIN_SAMPLES_PER_ROLE} each); give "
-        "more samples, give the metrics a data config of their own (olive optimize: --validation-data FILE), or "
-        'set "split": false to fit and judge on the same samples (the results then measure the fit)',
-        owner=config.json_path or config.name,
-    )
+    raise WorkflowConfigError(shared_data_too_small(too_few_samples(count)), owner=config.json_path or config.name)

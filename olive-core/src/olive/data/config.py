@@ -31,7 +31,15 @@ from olive.data.components import BUILTINS, normalize_batch
 from olive.data.containers import container_registry, find_container, unknown_container_reason
 from olive.data.feeds import FeedReader
 from olive.data.registry import Registry
-from olive.data.split import FIT, ROLES, SampleSubset, TooFewSamplesError, sample_lengths, split_indices
+from olive.data.split import (
+    FIT,
+    ROLES,
+    SampleSubset,
+    TooFewSamplesError,
+    sample_lengths,
+    shared_data_too_small,
+    split_indices,
+)
 from olive.data.user_script import get_user_function, load_user_script
 from olive.exceptions import OliveError, PassConfigError, PluginLoadError, WorkflowConfigError, closest_match_hint
 from olive.paths import UnusablePath, resolve_user_path
@@ -288,7 +296,7 @@ class DataConfig:
     def for_role(self, role: str) -> DataConfig:
         """This config yielding only the samples of ``role`` (``"fit"`` or ``"judge"``; see
         :mod:`olive.data.split`)."""
-        return attrs.evolve(self, role=role, json_path=self.json_path)
+        return attrs.evolve(self, role=role)
 
     def content_hash(self) -> str:
         """sha256 of the config and the bytes of the files it reads (data files, user script).
@@ -375,12 +383,7 @@ class DataConfig:
         try:
             fit, judge = split_indices(sample_lengths(dataset))
         except TooFewSamplesError as exc:
-            raise OliveError(
-                f"passes fit on it and metrics judge on it, and it holds {exc}; give more samples, give the metrics "
-                'a data config of their own (olive optimize: --validation-data FILE), or set "split": false to fit '
-                "and judge on the same samples (the results then measure the fit)",
-                owner=self.where,
-            ) from None
+            raise OliveError(shared_data_too_small(str(exc)), owner=self.where) from None
         indices = fit if self.role == FIT else judge
         logger.debug("%s: %d of %d samples to %s", self.where, len(indices), len(fit) + len(judge), self.role)
         return SampleSubset(dataset, indices)

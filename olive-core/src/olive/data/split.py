@@ -35,7 +35,9 @@ __all__ = [
     "SampleSubset",
     "TooFewSamplesError",
     "sample_lengths",
+    "shared_data_too_small",
     "split_indices",
+    "too_few_samples",
 ]
 
 FIT = "fit"
@@ -61,10 +63,7 @@ def split_indices(lengths: Sequence[int], seed: int = SPLIT_SEED) -> tuple[list[
     """
     count = len(lengths)
     if count < 2 * MIN_SAMPLES_PER_ROLE:
-        raise TooFewSamplesError(
-            f"{count} sample(s), too few to split into a part to fit on and a part to judge on (at least "
-            f"{2 * MIN_SAMPLES_PER_ROLE}: {MIN_SAMPLES_PER_ROLE} each)"
-        )
+        raise TooFewSamplesError(too_few_samples(count))
     rng = random.Random(seed)
     # Ties in length are broken at random (seeded), so that equal-length samples do not split by position.
     tiebreak = [rng.random() for _ in range(count)]
@@ -78,6 +77,24 @@ def split_indices(lengths: Sequence[int], seed: int = SPLIT_SEED) -> tuple[list[
         fit.append(pair[0])
         judge.extend(pair[1:])
     return sorted(fit), sorted(judge)
+
+
+def too_few_samples(count: int) -> str:
+    """Why ``count`` samples cannot be split."""
+    return (
+        f"{count} sample(s), too few to split into a part to fit on and a part to judge on (at least "
+        f"{2 * MIN_SAMPLES_PER_ROLE}: {MIN_SAMPLES_PER_ROLE} each)"
+    )
+
+
+def shared_data_too_small(why: str) -> str:
+    """The message for a data config that passes and metrics share and that cannot be split (``why``: see
+    :func:`too_few_samples`), with the three ways out."""
+    return (
+        f"passes fit on it and metrics judge on it, and it holds {why}; give more samples, give the metrics a data "
+        'config of their own (olive optimize: --validation-data FILE), or set "split": false to fit and judge on the '
+        "same samples (the results then measure the fit)"
+    )
 
 
 def sample_lengths(dataset: Any) -> list[int]:
