@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from olive.config_errors import param_in_range
 from olive.exceptions import OliveError, PassConfigError, PassParamError
@@ -34,6 +34,10 @@ class OrtSessionParamsTuning(Pass):
     ``inference_settings`` (``execution_provider`` + ``session_options``), which the evaluator and
     ``ONNXModelHandler.prepare_session`` use, and the full table into ``model_attributes``.
     """
+
+    # Its samples are inputs to time, not data to fit: the settings it picks change how fast the model runs,
+    # never what it outputs, so a data config it shares with the metrics is not split for it.
+    fits_on_data: ClassVar[bool] = False
 
     @classmethod
     def _default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
