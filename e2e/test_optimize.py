@@ -151,6 +151,9 @@ def test_without_data_agreement_is_measured_on_synthetic_inputs(tmp_path, mlp) -
     assert result.exit_code == 0, result.output
     assert "Note:   no --data: agreement is measured on synthetic inputs" in result.stdout
     assert "(agreement on synthetic inputs; give --data to judge it on real samples)" in result.stdout
+    # Synthetic inputs are not held-out samples, and a worst case over them promises nothing about real ones.
+    assert "synthetic sample(s): cosine_min " in result.stdout and "held-out" not in result.stdout
+    assert "an unseen sample does worse" not in result.stdout
     footprint = read(out / "footprint.json")
     best = next(n for n in footprint["nodes"] if n["model_id"] == footprint["best_model_id"])
     assert best["pass_name"] == "OnnxDynamicQuantization" and best["config"]["quant_preprocess"] is False

@@ -294,7 +294,7 @@ def _main(quantize_only: bool, output_default: str, params: dict[str, Any]) -> N
         error_line(closest_miss(output, recipe.keeps, recipe.latency_budget))
         sys.exit(EXIT_FAILED)
     click.echo("Chosen model, against the input model:")
-    for line in comparison_lines(output, recipe.keeps):
+    for line in comparison_lines(output, recipe.keeps, synthetic=recipe.synthetic):
         click.echo(f"  {line}")
     if recipe.synthetic:
         click.echo("  (agreement on synthetic inputs; give --data to judge it on real samples)")

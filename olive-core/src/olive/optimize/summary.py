@@ -54,8 +54,9 @@ def _chain(output: WorkflowOutput, node: FootprintNode) -> str:
     return (steps or "the input model") + where
 
 
-def comparison_lines(output: WorkflowOutput, keeps: tuple[Keep, ...]) -> list[str]:
-    """The chosen model against the input model, one line per measure."""
+def comparison_lines(output: WorkflowOutput, keeps: tuple[Keep, ...], synthetic: bool = False) -> list[str]:
+    """The chosen model against the input model, one line per measure (``synthetic``: the agreement was measured
+    on inputs made from the model's input specs, not on held-out samples)."""
     best, base = output.best, _baseline(output)
     if best is None or base is None:
         return []
@@ -80,9 +81,10 @@ def comparison_lines(output: WorkflowOutput, keeps: tuple[Keep, ...]) -> list[st
             kept.append(f"{keep.metric} {_number(value, keep.metric)} (keep {keep.op} {keep.value!r})")
     if kept:
         count = best.samples.get(AGREEMENT_METRIC)
-        on = f" on {count} held-out sample(s)" if count else ""
+        kind = "synthetic" if synthetic else "held-out"
+        on = f" on {count} {kind} sample(s)" if count else ""
         lines.append(f"agreement with the input{on}: " + ", ".join(kept))
-        if count and any(k.metric in WORST_CASE for k in keeps):
+        if count and not synthetic and any(k.metric in WORST_CASE for k in keeps):
             # Distribution-free: an unseen sample is the worst of count + 1 exchangeable ones with this chance.
             lines.append(
                 f"a worst-sample figure over {count} samples: an unseen sample does worse about 1 time in "
