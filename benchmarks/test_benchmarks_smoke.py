@@ -142,3 +142,21 @@ def test_int8_kernel_benchmark_scores_both_weight_widths_on_this_cpu():
             assert row["cosine_min_7bit"] > row["cosine_min_8bit"]
         else:
             assert row["cosine_min_8bit"] > row["cosine_min_7bit"]
+
+
+def test_quickstart_benchmark_reads_each_runs_winner_and_its_cached_rerun_chooses_it_again(tmp_path):
+    from olive.hardware.cpu import describe_cpu
+
+    _run("bench_quickstart.py", "--json", str(tmp_path / "quickstart.json"))
+    report = json.loads((tmp_path / "quickstart.json").read_text())
+    assert report["cpu"] == describe_cpu()
+    fresh, cached = report["rows"]
+    assert fresh["candidates"] > 1 and fresh["ratio_p50"] > 0 and fresh["ratio_spread"] >= 0
+    assert "quantize:" in fresh["winner"] and fresh["cosine_mean"] > 0.99
+    # Served from the cache, the rerun ranks the same measurements: the same winner and ties.
+    assert (cached["winner"], cached["ratio_p50"], cached["tied"]) == (
+        fresh["winner"],
+        fresh["ratio_p50"],
+        fresh["tied"],
+    )
+    assert report["winners"] == [fresh["winner"]]

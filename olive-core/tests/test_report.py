@@ -285,7 +285,8 @@ def test_the_report_states_the_ranking_rule_with_each_tolerance(run_output: tupl
     # size_on_disk ranks exactly; agreement ties within its default absolute tolerance.
     assert (
         "Ranking: by size-bytes (lower is better, exact), then agree-cosine_mean (higher is better, within 0.0001 "
-        "ties); a tie falls through to the next priority; candidates that meet every goal first."
+        "ties); a tie falls through to the next priority, and a tie on all of them to the candidate tried first; "
+        "candidates that meet every goal first."
     ) in text
     footprint = json.loads((out_dir / "footprint.json").read_text())
     assert {o["key"]: o["tolerance"] for o in footprint["objectives"]} == {

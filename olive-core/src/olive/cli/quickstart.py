@@ -248,7 +248,9 @@ def _comparison(output: Any) -> list[str]:
                 words = f"{speedup:.2f}x faster" if speedup >= 1 else f"{1 / speedup:.2f}x slower"
                 # Only the ratio: the two models' own p50s were timed apart, under other load, and an arrow between
                 # them could contradict it (report.html says the same).
-                lines.append(f"{key}: {format_value(new)} ({words}, timed alternately with the input model)")
+                spread = ((best.metrics or {}).get(key) or {}).get("noise") if isinstance(best.metrics, dict) else None
+                within = f", ±{spread * 100:.0f}% between rounds" if isinstance(spread, float) and spread > 0 else ""
+                lines.append(f"{key}: {format_value(new)} ({words}, timed alternately with the input model{within})")
             continue
         if old is None:
             continue

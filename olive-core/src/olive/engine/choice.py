@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from olive.engine.results import Status
-from olive.evaluator.goals import pareto_frontier, rank_candidates, tolerances_of, unmet_goals
+from olive.evaluator.goals import indistinguishable, pareto_frontier, rank_candidates, tolerances_of, unmet_goals
 
 if TYPE_CHECKING:
     from olive.engine.footprint import FootprintNode
@@ -60,6 +60,14 @@ def choose_best(
             )
             return
     output.best = rank(pool, results, output.objectives)[0]
+    if keys and output.best.model_id in measured:
+        # Said beside the winner: the objectives could not tell these apart from it, so it won by the order tried.
+        output.tied_model_ids = indistinguishable(
+            {n.model_id: measured[n.model_id] for n in pool if n.model_id in measured},
+            output.best.model_id,
+            keys,
+            tolerances_of(output.objectives),
+        )
 
 
 def _nothing_produced(footprint: Sequence[FootprintNode], stopped_by: str | None) -> str:

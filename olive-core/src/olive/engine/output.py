@@ -37,6 +37,9 @@ class WorkflowOutput:
     #: The node whose model the metrics compared with: the input model, or (for an input model onnxruntime
     #: cannot run, such as a Hugging Face one) the first pass's output; None without an evaluator.
     reference_model_id: str | None = None
+    #: candidates that tie with ``best`` on every objective (within each tolerance and the timings' measured
+    #: noise): ``best`` won only by being tried first
+    tied_model_ids: list[str] = attrs.Factory(list)
 
     def get_best_candidate(self) -> FootprintNode | None:
         return self.best

@@ -240,6 +240,7 @@ def write_outputs(output: WorkflowOutput, workflow: WorkflowConfig) -> Path:
                 "best_model_id": best.model_id if best else None,
                 "reason": output.reason,
                 "reference_model_id": output.reference_model_id,
+                "tied_model_ids": output.tied_model_ids,
                 "nodes": [node.to_json() for node in output.footprint],
                 "searched_params": output.searched_params,
             },

@@ -12,7 +12,7 @@ from olive.data.feeds import check_feeds
 from olive.data.user_script import get_user_function, load_user_script
 from olive.evaluator.metric import Metric, assign_priorities
 from olive.evaluator.metrics.registry import find_metric_type
-from olive.evaluator.result import MetricResult, SubMetricResult, joint_key
+from olive.evaluator.result import MetricResult, SubMetricResult, joint_key, recorded_noise
 from olive.exceptions import OliveError, WorkflowConfigError, closest_match_hint
 from olive.measure import describe_session, synthetic_inputs
 
@@ -150,7 +150,7 @@ class OliveEvaluator:
                 )
             for sub in metric.sub_types:
                 result[joint_key(metric.name, sub.name)] = SubMetricResult(
-                    float(values[sub.name]), sub.priority, sub.higher_is_better
+                    float(values[sub.name]), sub.priority, sub.higher_is_better, recorded_noise(metadata, sub.name)
                 )
             result.metadata[metric.name] = metadata
         return result

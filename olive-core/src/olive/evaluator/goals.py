@@ -15,6 +15,7 @@ percent-max-degradation value >= base * (1 - v/100)     value <= base * (1 + v/1
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -157,11 +158,18 @@ class Tolerance:
     value: float = 0.0
     relative: bool = False
 
-    def ties(self, best: float, other: float) -> bool:
-        """Whether ``other`` cannot be told apart from ``best`` (both oriented so that larger is better)."""
+    def ties(self, best: float, other: float, noise: float = 0.0) -> bool:
+        """Whether ``other`` cannot be told apart from ``best`` (both oriented so that larger is better).
+
+        ``noise``: the relative spread the two measurements share (:func:`measured_noise`); a relative tolerance
+        widens to it, so two latencies the rounds could not tell apart tie even past the tolerance. An exact
+        tolerance (0) stays exact: it asks for Microsoft Olive's order.
+        """
         if self.value <= 0:
             return other == best
         allowed = self.value * abs(best) if self.relative else self.value
+        if self.relative:
+            allowed = max(allowed, noise * abs(best))
         return best - other <= allowed
 
     def describe(self) -> str:
@@ -193,23 +201,74 @@ def ranking_rule(objectives: Sequence[Mapping[str, Any]]) -> str:
     for objective in sorted(objectives, key=lambda o: int(o.get("priority", 0))):
         key = str(objective["key"])
         direction = "higher" if objective.get("higher_is_better", True) else "lower"
-        parts.append(f"{key} ({direction} is better, {tolerances.get(key, EXACT).describe()})")
+        tolerance = tolerances.get(key, EXACT)
+        tie = tolerance.describe()
+        if tolerance.value > 0 and tolerance.relative and key.rpartition("-")[2].startswith("ratio_"):
+            tie += " or within the timed rounds' spread"
+        parts.append(f"{key} ({direction} is better, {tie})")
     rule = "by " + ", then ".join(parts)
     if any(t.value > 0 for t in tolerances.values()):
-        rule += "; a tie falls through to the next priority"
+        rule += "; a tie falls through to the next priority, and a tie on all of them to the candidate tried first"
     return rule + "; candidates that meet every goal first"
 
 
-def _pick_best(ids: list[str], vectors: Mapping[str, tuple[float, ...]], tolerances: Sequence[Tolerance]) -> str:
-    # Narrow down priority by priority to the candidates that tie with the best one on it; whatever is
-    # left after the last priority is decided by exact order (first in ``ids`` on a full tie).
+def measured_noise(result: MetricResult, key: str) -> float:
+    """The relative spread of ``result``'s value for ``key`` (:attr:`SubMetricResult.noise`), 0 if unmeasured."""
+    sub = result.get(key)
+    return sub.noise if sub is not None else 0.0
+
+
+def _pair_noise(noises: Mapping[str, Sequence[float]], first: str, second: str, index: int) -> float:
+    # Two independent measurements: their spreads add in quadrature.
+    return math.hypot(noises[first][index], noises[second][index])
+
+
+def _pick_best(
+    ids: list[str],
+    vectors: Mapping[str, tuple[float, ...]],
+    tolerances: Sequence[Tolerance],
+    noises: Mapping[str, Sequence[float]],
+) -> str:
+    # Narrow down priority by priority to the candidates that tie with the best one on it. Whatever is left
+    # after the last priority no objective tells apart, so the first tried wins: picking the best raw value
+    # there would let timing noise choose, and the same inputs would give another winner on the next run.
     pool = list(ids)
     for index, tolerance in enumerate(tolerances):
         if len(pool) == 1:
             break
-        best = max(vectors[i][index] for i in pool)
-        pool = [i for i in pool if tolerance.ties(best, vectors[i][index])]
-    return max(pool, key=lambda i: vectors[i])
+        leader = max(pool, key=lambda i: vectors[i][index])
+        best = vectors[leader][index]
+        pool = [i for i in pool if tolerance.ties(best, vectors[i][index], _pair_noise(noises, leader, i, index))]
+    return pool[0]
+
+
+def indistinguishable(
+    results: Mapping[str, MetricResult],
+    best_id: str,
+    objectives: Sequence[str],
+    tolerances: Mapping[str, Tolerance] | None = None,
+) -> list[str]:
+    """Ids of the results (other than ``best_id``) that tie with it on every objective, tolerances and
+    measured noise included: the ranking had nothing but their order tried to choose between them."""
+    if not objectives or best_id not in results:
+        return []
+    keys = list(objectives)
+    per_key = [(tolerances or {}).get(key, EXACT) for key in keys]
+    vectors = {i: _score_vector(r, keys) for i, r in results.items()}
+    noises = {i: [measured_noise(r, key) for key in keys] for i, r in results.items()}
+    best = vectors[best_id]
+    if best is None or all(t.value <= 0 for t in per_key):
+        return []
+    tied = []
+    for other_id, other in vectors.items():
+        if other_id == best_id or other is None:
+            continue
+        if all(
+            per_key[k].ties(max(best[k], other[k]), min(best[k], other[k]), _pair_noise(noises, best_id, other_id, k))
+            for k in range(len(keys))
+        ):
+            tied.append(other_id)
+    return tied
 
 
 def rank_candidates(
@@ -221,13 +280,16 @@ def rank_candidates(
     """Ids best first: by the priority-1 objective, ties broken by priority 2, and so on.
 
     With ``tolerances``, values of an objective closer than its tolerance to the best one are ties, so the
-    next priority decides between them (the best is picked, then the best of the rest...). Without, the
-    order is exact (lexicographic), as Microsoft Olive ranks. With ``thresholds``, results meeting every goal
-    come before those that do not. Results lacking an objective come last.
+    next priority decides between them (the best is picked, then the best of the rest...); a relative
+    tolerance widens to the measured noise of paired timings (:func:`measured_noise`), and results that tie
+    on every objective keep the order of ``results`` (the order tried), so timing noise never picks the
+    winner. Without, the order is exact (lexicographic), as Microsoft Olive ranks. With ``thresholds``, results
+    meeting every goal come before those that do not. Results lacking an objective come last.
     """
     keys = list(objectives) if objectives is not None else _objectives_from_results(results)
     per_key = [(tolerances or {}).get(key, EXACT) for key in keys]
     vectors = {model_id: _score_vector(result, keys) for model_id, result in results.items()}
+    noises = {model_id: [measured_noise(result, key) for key in keys] for model_id, result in results.items()}
     ranked: list[str] = []
     for met in (True, False):
         group = [
@@ -237,7 +299,7 @@ def rank_candidates(
         ]
         measured = [model_id for model_id in group if vectors[model_id] is not None]
         while measured:
-            best = _pick_best(measured, vectors, per_key)
+            best = _pick_best(measured, vectors, per_key, noises)
             ranked.append(best)
             measured.remove(best)
         ranked.extend(model_id for model_id in group if vectors[model_id] is None)

@@ -132,6 +132,17 @@ def paired_round_size(repeat: int) -> int:
     return max(MIN_RUNS_PER_ROUND, -(-repeat // PAIRED_ROUNDS))
 
 
+def ratios_by_round(
+    rounds: Sequence[Sequence[Sequence[float]]], model: int = 0, reference: int = 1
+) -> list[np.ndarray]:
+    """Per round, each timed run of ``model`` divided by the median of ``reference``'s runs in that round."""
+    import numpy as np
+
+    return [
+        np.asarray(times[model], dtype=np.float64) / max(float(np.median(times[reference])), 1e-12) for times in rounds
+    ]
+
+
 def ratios_to_reference(rounds: Sequence[Sequence[Sequence[float]]], model: int = 0, reference: int = 1) -> np.ndarray:
     """Each timed run of ``model`` divided by the median of ``reference``'s runs in the same round.
 
@@ -139,12 +150,53 @@ def ratios_to_reference(rounds: Sequence[Sequence[Sequence[float]]], model: int 
     """
     import numpy as np
 
-    return np.concatenate(
-        [
-            np.asarray(times[model], dtype=np.float64) / max(float(np.median(times[reference])), 1e-12)
-            for times in rounds
-        ]
-    )
+    return np.concatenate(ratios_by_round(rounds, model, reference))
+
+
+#: resamples of the timed rounds behind :func:`ratio_spread` (seeded: the same timings give the same spread)
+SPREAD_RESAMPLES = 400
+
+
+def ratio_spread(
+    per_round: Sequence[np.ndarray], ratio: Callable[[np.ndarray], np.ndarray] = lambda r: r
+) -> dict[str, float]:
+    """How far each :func:`latency_summary` figure of the pooled ratios could move by chance, as a fraction of
+    it: the larger side of its 95% interval when the timed rounds are resampled with replacement (a bootstrap
+    over rounds, since a burst of load moves a whole round together). ``per_round``: each round's run/reference
+    ratios (:func:`ratios_by_round`); ``ratio`` maps them to the reported ratio (throughput inverts them). Two
+    models whose figures differ by less than their spreads allow are not told apart by the measurement. With
+    one round there is nothing to resample: every spread is 0 (unmeasured)."""
+    import numpy as np
+
+    rounds = [ratio(np.asarray(r, dtype=np.float64)) for r in per_round]
+    if len(rounds) < 2:
+        return {}
+    center = latency_summary(np.concatenate(rounds))
+    # Rounds padded with NaN to one length, so that all resamples are summarized at once.
+    padded = np.full((len(rounds), max(r.size for r in rounds)), np.nan)
+    for index, values in enumerate(rounds):
+        padded[index, : values.size] = values
+    picks = np.random.default_rng(0).integers(0, len(rounds), size=(SPREAD_RESAMPLES, len(rounds)))
+    resampled = np.sort(padded[picks].reshape(SPREAD_RESAMPLES, -1), axis=1)  # NaN sorts last
+    counts = np.sum(~np.isnan(resampled), axis=1)
+    figures = {
+        "avg": np.nanmean(resampled, axis=1),
+        "min": resampled[:, 0],
+        "max": np.take_along_axis(resampled, (counts - 1)[:, None], axis=1)[:, 0],
+    }
+    for name, q in PERCENTILES.items():
+        # np.percentile's linear interpolation, row by row over each row's own count.
+        position = q / 100.0 * (counts - 1)
+        below = np.floor(position).astype(np.int64)
+        above = np.minimum(below + 1, counts - 1)
+        low = np.take_along_axis(resampled, below[:, None], axis=1)[:, 0]
+        high = np.take_along_axis(resampled, above[:, None], axis=1)[:, 0]
+        figures[name] = low + (high - low) * (position - below)
+    spreads = {}
+    for name, value in center.items():
+        low, high = np.percentile(figures[name], [2.5, 97.5])
+        spreads[name] = float(max(value - low, high - value, 0.0) / max(abs(value), 1e-12))
+    return spreads
 
 
 def latency_summary(values: Sequence[float] | np.ndarray) -> dict[str, float]:

@@ -74,6 +74,8 @@ class ReportData:
     #: pass key -> the params the search space held (None: unknown, e.g. an older footprint.json; then the
     #: params whose values differ between the runs of a pass key stand in)
     searched_params: dict[str, list[str]] | None = None
+    #: candidates that tie with the chosen one on every objective (the chosen one was tried first)
+    tied_model_ids: list[str] = attrs.Factory(list)
     generated: str = attrs.Factory(lambda: datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
 
     # ---------------------------------------------------------------------------------------------
@@ -135,6 +137,18 @@ class ReportData:
     def ranking_rule(self) -> str:
         """How the chosen model was picked: the objectives in order, each with its tolerance."""
         return ranking_rule([attrs.asdict(o) for o in self.objectives])
+
+    @property
+    def tie_note(self) -> str | None:
+        """A sentence saying that the winner won by the order tried, when the objectives tied it with others."""
+        if not self.tied_model_ids or not self.best_model_id:
+            return None
+        shown = ", ".join(self.tied_model_ids[:5]) + (", ..." if len(self.tied_model_ids) > 5 else "")
+        return (
+            f"{len(self.tied_model_ids)} other candidate(s) ({shown}) cannot be told apart from "
+            f"{self.best_model_id} by the objectives (every difference is within its tolerance or the timing "
+            f"noise measured): {self.best_model_id} was chosen as the first tried, so the same inputs choose it again"
+        )
 
     def metric_keys(self) -> list[str]:
         """Objectives in priority order, then every other metric in the order first seen."""
@@ -282,6 +296,7 @@ def report_data_from_footprint(
         olive_core_version=olive_core_version,
         goals=dict(goals or {}),
         reference_model_id=footprint.get("reference_model_id"),
+        tied_model_ids=_ids(footprint.get("tied_model_ids"), nodes),
         deploy=list(deploy or []),
         searched_params=_searched_params(footprint.get("searched_params")),
     )
@@ -303,6 +318,12 @@ def _with_fit_figures(node: dict[str, Any]) -> dict[str, Any]:
         if isinstance(value, int | float) and not isinstance(value, bool)
     }
     return {**node, "metrics": {**node["metrics"], **figures}} if figures else node
+
+
+def _ids(raw: Any, nodes: list[Mapping[str, Any]]) -> list[str]:
+    # Read from a file: only ids of nodes the footprint holds.
+    known = {str(n["model_id"]) for n in nodes}
+    return [str(i) for i in raw if str(i) in known] if isinstance(raw, list) else []
 
 
 def _searched_params(raw: Any) -> dict[str, list[str]] | None:
@@ -348,6 +369,7 @@ def report_data_from_output(output: Any, goals: Mapping[str, str] | None = None)
         "best_model_id": best.model_id if best is not None else None,
         "reason": output.reason,
         "reference_model_id": getattr(output, "reference_model_id", None),
+        "tied_model_ids": getattr(output, "tied_model_ids", []),
         "nodes": [node.to_json() for node in output.footprint],
         "searched_params": output.searched_params,
     }

@@ -580,6 +580,7 @@ def render_report(data: ReportData) -> str:
             + (f". Goals: {_e(goals)}" if goals else "")
             + "</p>",
             f'<p class="rule">Ranking: {_e(data.ranking_rule)}.</p>',
+            f'<p class="rule">Tie: {_e(data.tie_note)}.</p>' if data.tie_note else "",
             _summary(data),
             "<h2>Input model</h2>",
             _input_section(data),

@@ -265,3 +265,5 @@ def print_candidates(
     console.print(candidates_table(data, keys, console.width))
     if data.objectives:
         console.print(f"ranking: {data.ranking_rule}", highlight=False)
+    if data.tie_note:
+        console.print(f"tie: {data.tie_note}", highlight=False)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from olive.data.feeds import check_feeds
 from olive.evaluator.metrics.base import Measured, MetricType
 from olive.evaluator.metrics.spec import Metric
+from olive.evaluator.result import RATIO_NOISE
 from olive.measure import timing
 
 if TYPE_CHECKING:
@@ -76,6 +77,9 @@ class LatencyMetric(MetricType):
             ratios = self.ratio(timing.ratios_to_reference(rounds))
             stats.update({RATIO_PREFIX + k: v for k, v in timing.latency_summary(ratios).items()})
             extra["paired_with"] = {"model": str(run.reference.model_path), **ref_stats}
+            # What the ranking may treat as noise: two candidates closer than their spreads allow tie.
+            spreads = timing.ratio_spread(timing.ratios_by_round(rounds), self.ratio)
+            extra[RATIO_NOISE] = {RATIO_PREFIX + k: v for k, v in spreads.items()}
         else:
             # The reference model against itself (or no reference given): the ratio is 1 by definition.
             stats.update({RATIO_PREFIX + k: 1.0 for k in list(stats)})
