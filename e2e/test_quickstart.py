@@ -84,8 +84,11 @@ def test_quickstart_prints_the_table_and_the_chosen_path(quickstart: tuple[Path,
         if node["is_candidate"]:
             assert node["model_id"] in out
     assert f"Chosen model: {directory / 'output' / 'model.onnx'}" in out
-    # The latency comparison is the paired one (both models timed in alternating rounds).
-    paired = r"latency-ratio_p50: [0-9.]+ \([0-9.]+x (faster|slower), timed alternately with the input model\)"
+    # The latency comparison is the paired one (both models timed in alternating rounds), with its measured spread.
+    paired = (
+        r"latency-ratio_p50: [0-9.]+ \([0-9.]+x (faster|slower), timed alternately with the input model, "
+        r"±[0-9]+% between rounds\)"
+    )
     assert re.search(paired, out), out
     # The models' own p50s were timed apart: never an arrow between them beside the ratio, and the table says so.
     assert not re.search(r"p50 [0-9.]+ → [0-9.]+ ms", out), out
