@@ -276,9 +276,10 @@ def _guard_facts(node: FootprintNode) -> str | None:
     if not isinstance(value, int | float) or not isinstance(kept, list):
         return None
     op = ">=" if goal.get("metric") == "top1_agreement" else "<="
+    reached = "" if goal.get("held", True) else ", not reached with the most 8-bit MatMuls it may keep"
     return (
         f"the guard's own check on the text it fit on: {goal.get('metric')} {value:.4f} (its goal {op} "
-        f"{goal.get('value')}), {len(kept)} of {total} MatMuls kept at 8 bits"
+        f"{goal.get('value')}{reached}), {len(kept)} of {total} MatMuls kept at 8 bits"
     )
 
 
