@@ -787,3 +787,12 @@ def test_what_a_decoder_cannot_take_is_one_error_owned_by_the_option(tmp_path, k
 def test_a_decoders_keep_on_an_encoder_is_refused(tmp_path, bert, bert_npz):
     with pytest.raises(WorkflowConfigError, match=r"^--keep: perplexity<=1.02x: a decoder's keep"):
         build_workflow(bert, options(tmp_path, keeps=(parse_keep("perplexity<=1.02x"),)), ALL, bert_npz)
+
+
+def test_a_decoder_judged_on_validation_text_fits_its_guard_on_all_of_data(tmp_path):
+    source = attrs.evolve(text(tmp_path), validation=DataSource("text", tmp_path / "judge.txt", tmp_path / "qwen2"))
+    recipe = build_workflow(decoder(tmp_path), options(tmp_path), Installed(GENAI), source)
+    assert [d["name"] for d in recipe.workflow["data_configs"]] == ["data", "validation"]
+    assert recipe.workflow["passes"]["quantize"]["data_config"] == "data"
+    assert metric(recipe.workflow, "perplexity")["data_config"] == "validation"
+    assert "the guard fits on --data; perplexity and agreement are measured on --validation-data" in recipe.notes
