@@ -628,3 +628,171 @@ def test_text_records_say_which_field_and_how_many_samples_are_used(tmp_path, be
     source = data_source(jsonl, bert, containers, tokenizer=tmp_path, max_samples=64)
     assert (source.samples, source.text_field) == (20, "text")
     assert not any("holds" in n for n in build_workflow(bert, options(tmp_path), ALL, source).notes)
+
+
+# --------------------------------------------------------------------------------------------- decoders
+GENAI = frozenset({"ModelBuilder", "OnnxGuardedInt4", "OnnxKQuantQuantization", "OnnxGptqQuantization"})
+
+
+def decoder(tmp_path: Path) -> ModelFacts:
+    """What read_model_facts says of a Hugging Face causal language model folder (olive-passes-torch's HfModel)."""
+    folder = tmp_path / "qwen2"
+    folder.mkdir(exist_ok=True)
+    return ModelFacts(
+        model_type="HfModel",
+        path=folder,
+        inputs=(("input_ids", ("batch_size", "sequence_length"), "int64"),),
+        outputs=(("logits", (), "float32"),),
+        mask_input="attention_mask",
+        classifier=True,
+        tokenizer_dir=folder,
+        task="text-generation",
+        max_sequence_length=512,
+    )
+
+
+def text(tmp_path: Path, lines: int = 40) -> DataSource:
+    path = tmp_path / "text.txt"
+    path.write_text("".join(f"line {i} of the text\n" for i in range(lines)))
+    return DataSource("text", path, tmp_path / "qwen2", samples=lines)
+
+
+@pytest.mark.parametrize(
+    ("spelled", "expected", "goal"),
+    [
+        ("perplexity<=1.02x", Keep("perplexity", "<=", 1.02, relative=True), ("percent-max-degradation", 2.0)),
+        ("perplexity <= 1.1X", Keep("perplexity", "<=", 1.1, relative=True), ("percent-max-degradation", 10.0)),
+        ("perplexity<=30", Keep("perplexity", "<=", 30.0), ("threshold", 30.0)),
+        ("top1_agreement>=0.98", Keep("top1_agreement", ">=", 0.98), ("threshold", 0.98)),
+        ("next_token_kl<=0.05", Keep("next_token_kl", "<=", 0.05), ("threshold", 0.05)),
+    ],
+)
+def test_a_decoders_keeps_are_spelled_as_the_others_with_x_for_a_ratio_to_the_float_model(spelled, expected, goal):
+    keep = parse_keep(spelled)
+    assert keep == expected and keep.generative
+    assert (keep.goal()["type"], keep.goal()["value"]) == goal
+    assert parse_keep(str(keep)) == keep
+
+
+def test_a_ratio_keep_is_met_against_the_float_models_value():
+    keep = parse_keep("perplexity<=1.02x")
+    assert keep.met_by(10.2, baseline=10.0) and not keep.met_by(10.21, baseline=10.0)
+    # Without the float model's value there is nothing to hold a ratio against.
+    assert not keep.met_by(10.0)
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("top1_agreement>=0.98x", "only perplexity takes a ratio"),
+        ("perplexity<=0.9x", "below 1 asks the quantized model to beat it"),
+        ("perplexity>=1.02x", "lower-is-better"),
+        ("perplexity<=0.5", "a perplexity is at least 1"),
+        ("perplexity<=1.02y", "'1.02y' is not a number"),
+        ("top1_agreement>=1.5", "from 0 to 1"),
+        ("next_token_kl<=-1", "never negative"),
+        ("perplexty<=1.02x", "did you mean 'perplexity'"),
+    ],
+)
+def test_a_bad_decoder_keep_is_one_error_owned_by_the_option(text: str, words: str) -> None:
+    with pytest.raises(WorkflowConfigError, match="--keep") as caught:
+        parse_keep(text)
+    assert words in str(caught.value)
+
+
+def test_a_decoder_is_built_by_modelbuilder_and_guarded_to_int4_on_the_fitting_half_of_its_text(tmp_path):
+    facts = decoder(tmp_path)
+    recipe = build_workflow(facts, options(tmp_path), Installed(GENAI), text(tmp_path))
+    workflow = recipe.workflow
+    assert recipe.decoder and recipe.keeps == (Keep("perplexity", "<=", 1.02, relative=True),)
+    assert list(workflow["passes"]) == ["build", "quantize"]
+    build, quantize = workflow["passes"]["build"], workflow["passes"]["quantize"]
+    # The float build is the reference every figure compares with: one model, nothing of it searched.
+    assert build["type"] == "ModelBuilder" and build["precision"] == "fp32"
+    assert build["int4_block_size"] == build["int4_algo_config"] == "DEFAULT_VALUE"
+    assert quantize["type"] == "OnnxGuardedInt4" and quantize["data_config"] == "data"
+    assert quantize["goal_metric"] == "perplexity_ratio"
+    assert quantize["goal_value"]["support"] == [1.02, 1.013333, 1.006667]
+    assert workflow["search_strategy"]["stop_when_goals_met"] is True
+    # The guard and the metrics name one data config: the engine splits it, so the figures are on text the guard
+    # never saw.
+    assert [d["name"] for d in workflow["data_configs"]] == ["data"]
+    assert workflow["data_configs"][0]["type"] == "TextDataContainer"
+    assert all(metric(workflow, name)["data_config"] == "data" for name in ("speed", "perplexity", "top1_agreement"))
+    speed = subs(workflow, "speed")
+    assert speed["ratio_decode_tokens_per_s"]["priority"] == 1
+    assert subs(workflow, "perplexity")["perplexity"]["goal"] == {"type": "percent-max-degradation", "value": 2.0}
+    assert "goal" not in subs(workflow, "top1_agreement")["top1_agreement"]
+    assert any("the guard fits on its half" in n for n in recipe.notes)
+    assert "perplexity<=1.02x against the float model on held-out text" in recipe.objective
+
+
+def test_a_top1_agreement_keep_is_what_the_guard_aims_at(tmp_path):
+    keeps = (parse_keep("top1_agreement>=0.97"), parse_keep("next_token_kl<=0.1"))
+    recipe = build_workflow(decoder(tmp_path), options(tmp_path, keeps=keeps), Installed(GENAI), text(tmp_path))
+    quantize = recipe.workflow["passes"]["quantize"]
+    assert quantize["goal_metric"] == "top1_agreement" and quantize["goal_value"]["support"][0] == 0.97
+    assert subs(recipe.workflow, "next_token_kl")["next_token_kl"]["goal"] == {"type": "threshold", "value": 0.1}
+    assert subs(recipe.workflow, "top1_agreement")["top1_agreement"]["goal"]["value"] == 0.97
+
+
+def test_without_text_a_decoder_is_plain_int4_judged_on_random_tokens_and_says_what_that_is_worth(tmp_path):
+    recipe = build_workflow(decoder(tmp_path), options(tmp_path), Installed(GENAI), SYNTHETIC)
+    quantize = recipe.workflow["passes"]["quantize"]
+    assert quantize["type"] == "OnnxKQuantQuantization" and quantize["bits"] == 4 and quantize["is_symmetric"]
+    assert recipe.keeps == () and recipe.synthetic
+    assert recipe.workflow["data_configs"] == []
+    names = [m["name"] for m in recipe.workflow["evaluators"]["optimize"]["metrics"]]
+    assert names == ["speed", "top1_agreement", "size"]
+    assert metric(recipe.workflow, "top1_agreement")["user_config"]["synthetic"] is True
+    said = " ".join(recipe.notes)
+    assert "says little" in said and "give --data FILE" in said
+    with pytest.raises(WorkflowConfigError, match=r"^--keep: perplexity<=1.02x is measured on text; give --data"):
+        build_workflow(
+            decoder(tmp_path), options(tmp_path, keeps=(parse_keep("perplexity<=1.02x"),)), Installed(GENAI), SYNTHETIC
+        )
+
+
+def test_int8_and_fp32_decoders(tmp_path):
+    int8 = build_workflow(decoder(tmp_path), options(tmp_path, precision="int8"), Installed(GENAI), text(tmp_path))
+    assert int8.workflow["passes"]["quantize"]["bits"] == 8
+    fp32 = build_workflow(decoder(tmp_path), options(tmp_path, precision="fp32"), Installed(GENAI), text(tmp_path))
+    assert list(fp32.workflow["passes"]) == ["build"]
+
+
+def test_a_decoder_without_olive_passes_genai_is_one_error_naming_the_distribution(tmp_path):
+    with pytest.raises(WorkflowConfigError) as caught:
+        build_workflow(decoder(tmp_path), options(tmp_path), ALL, text(tmp_path))
+    assert caught.value.owner == "MODEL"
+    assert "ModelBuilder is offered by olive-passes-genai; install it with: pip install" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "owner", "words"),
+    [
+        ({"keeps": (Keep("cosine_min", ">=", 0.97),)}, "--keep", "is a decoder, which keeps what it says on text"),
+        ({"precision": "uint8"}, "--precision", "not a decoder precision"),
+        ({"precision": "fp16"}, "--precision", "fp16 decoders need a GPU provider"),
+        ({"latency_budget": 0.5}, "--latency-budget", "leave --latency-budget out"),
+        ({"fusion": True}, "--fusion", "GroupQueryAttention"),
+        ({"max_length": 1024}, "--max-length", "takes at most 512"),
+    ],
+)
+def test_what_a_decoder_cannot_take_is_one_error_owned_by_the_option(tmp_path, kwargs, owner, words):
+    with pytest.raises(WorkflowConfigError) as caught:
+        build_workflow(decoder(tmp_path), options(tmp_path, **kwargs), Installed(GENAI), text(tmp_path))
+    assert caught.value.owner == owner and words in str(caught.value)
+
+
+def test_a_decoders_keep_on_an_encoder_is_refused(tmp_path, bert, bert_npz):
+    with pytest.raises(WorkflowConfigError, match=r"^--keep: perplexity<=1.02x: a decoder's keep"):
+        build_workflow(bert, options(tmp_path, keeps=(parse_keep("perplexity<=1.02x"),)), ALL, bert_npz)
+
+
+def test_a_decoder_judged_on_validation_text_fits_its_guard_on_all_of_data(tmp_path):
+    source = attrs.evolve(text(tmp_path), validation=DataSource("text", tmp_path / "judge.txt", tmp_path / "qwen2"))
+    recipe = build_workflow(decoder(tmp_path), options(tmp_path), Installed(GENAI), source)
+    assert [d["name"] for d in recipe.workflow["data_configs"]] == ["data", "validation"]
+    assert recipe.workflow["passes"]["quantize"]["data_config"] == "data"
+    assert metric(recipe.workflow, "perplexity")["data_config"] == "validation"
+    assert "the guard fits on --data; perplexity and agreement are measured on --validation-data" in recipe.notes

@@ -9,8 +9,8 @@ from __future__ import annotations
 from olive.engine.footprint import FootprintNode
 from olive.engine.output import WorkflowOutput
 from olive.engine.results import Status
-from olive.optimize.keep import EMBEDDING_KEEPS, Keep
-from olive.optimize.summary import closest_miss, comparison_lines, search_cut_short
+from olive.optimize.keep import DECODER_KEEPS, EMBEDDING_KEEPS, Keep, parse_keep
+from olive.optimize.summary import closest_miss, comparison_lines, decoder_lines, decoder_miss, search_cut_short
 
 INPUT = FootprintNode(model_id="input", metrics={"latency-ratio_p50": 1.0, "size-bytes": 3 * 2**20})
 
@@ -67,3 +67,71 @@ def test_max_time_that_stopped_the_search_is_said_with_how_many_candidates_ran()
     pruned = FootprintNode(model_id="c", parent_model_id="input", pass_key="quantize", status=Status.PRUNED)
     assert search_cut_short(WorkflowOutput([INPUT, *ran, pruned]), 3, 30.0) is None
     assert search_cut_short(output, 7, None) is None
+
+
+# --------------------------------------------------------------------------------------------- decoders
+HF = FootprintNode(model_id="hf")
+FLOAT = FootprintNode(
+    model_id="build",
+    parent_model_id="hf",
+    pass_key="build",
+    pass_name="ModelBuilder",
+    metrics={
+        "speed-ratio_decode_tokens_per_s": 1.0,
+        "perplexity-perplexity": 20.0,
+        "top1_agreement-top1_agreement": 1.0,
+        "size-bytes": 4 * 2**20,
+    },
+)
+
+
+def int4(model_id: str, perplexity: float, top1: float, guard: dict | None = None) -> FootprintNode:
+    attributes = {"guarded_int4": guard} if guard else {}
+    return FootprintNode(
+        model_id=model_id,
+        parent_model_id="build",
+        pass_key="quantize",
+        pass_name="OnnxGuardedInt4",
+        is_candidate=True,
+        metrics={
+            "speed-ratio_decode_tokens_per_s": 3.5,
+            "perplexity-perplexity": perplexity,
+            "top1_agreement-top1_agreement": top1,
+            "size-bytes": 2**20,
+        },
+        model_json={"config": {"model_attributes": attributes}},
+    )
+
+
+def test_a_decoder_is_said_against_its_float_build_with_the_guards_own_check_beside_the_held_out_figures() -> None:
+    guard = {
+        "goal": {"metric": "perplexity_ratio", "value": 1.02, "held": True},
+        "held_out_value": 1.004,
+        "kept_at_8_bits": ["/model/layers.0/mlp/down_proj/MatMul"],
+        "matmuls": 11,
+    }
+    best = int4("q", 20.3, 0.97, guard)
+    output = WorkflowOutput([HF, FLOAT, best], best=best, reference_model_id="build")
+    lines = decoder_lines(output, DECODER_KEEPS)
+    assert lines[0] == "chosen: ModelBuilder > OnnxGuardedInt4 (against the float build, ModelBuilder fp32)"
+    assert "decode: 3.50x the float model's tokens/s (the two timed in alternating rounds)" in lines
+    assert "size: 4 MiB -> 1 MiB (0.25x)" in lines
+    assert (
+        "perplexity: 20 -> 20.3 (1.0150x the float model's; keep <= 1.02x) on held-out text (the half of --data the "
+        "guard did not fit on)" in lines
+    )
+    assert "top1_agreement: 0.9700 on held-out text (the half of --data the guard did not fit on)" in lines
+    assert lines[-1] == (
+        "the guard's own check on the text it fit on: perplexity_ratio 1.0040 (its goal <= 1.02), 1 of 11 MatMuls "
+        "kept at 8 bits"
+    )
+    synthetic = decoder_lines(output, (), synthetic=True)
+    assert "top1_agreement: 0.9700 on random token ids (no --data)" in synthetic
+
+
+def test_a_decoder_that_misses_its_keeps_names_the_closest_and_its_ratio_to_the_float_model() -> None:
+    output = WorkflowOutput([HF, FLOAT, int4("a", 21.0, 0.95), int4("b", 20.6, 0.96)], reference_model_id="build")
+    line = decoder_miss(output, (parse_keep("perplexity<=1.02x"), Keep("top1_agreement", ">=", 0.98)))
+    assert line.startswith("no candidate keeps perplexity<=1.02x and top1_agreement>=0.98 on held-out text")
+    assert "reached perplexity 1.0300x the float model's, top1_agreement 0.9600" in line
+    assert "loosen --keep" in line

@@ -43,3 +43,23 @@ def test_a_goal_out_of_reach_returns_the_capped_model_and_says_by_how_much(
     facts = out.model_attributes["guarded_int4"]
     assert facts["goal"]["held"] is False and len(facts["kept_at_8_bits"]) == 1
     assert "is missed by" in caplog.text and "1 of" in caplog.text
+
+
+def test_the_text_comes_from_a_data_config_or_a_path_and_one_is_needed(trained_fp32, held_out_file, tmp_path):
+    import pytest
+
+    from olive.data.config import DataConfig
+    from olive.exceptions import OliveError
+
+    data = DataConfig.from_json(
+        {"name": "text", "type": "TextDataContainer", "load_dataset_config": {"data_path": str(held_out_file)}}
+    )
+    out = run_pass(
+        OnnxGuardedInt4, trained_fp32, {"data_config": data, "goal_value": 0.9, **SETTINGS}, output_dir=tmp_path / "a"
+    )
+    assert "from data config 'text'" in out.model_attributes["guarded_int4"]["split"]
+    with pytest.raises(OliveError, match="no text to fit on; give data_config"):
+        run_pass(OnnxGuardedInt4, trained_fp32, dict(SETTINGS), output_dir=tmp_path / "b")
+    with pytest.raises(OliveError, match="data_config and data_path both given"):
+        both = {"data_config": data, "data_path": str(held_out_file), **SETTINGS}
+        run_pass(OnnxGuardedInt4, trained_fp32, both, output_dir=tmp_path / "c")

@@ -105,3 +105,21 @@ def test_gptq_calibrated_on_other_text_is_int4_and_stays_close_on_held_out_text(
     ref = metrics.perplexity(trained_fp32, metric, None)["perplexity"]
     assert abs(ppl / ref - 1) < 0.05, (ppl, ref)
     assert metrics.top1_agreement(out, metric, None, trained_fp32)["top1_agreement"] >= 0.85
+
+
+def test_gptq_calibrates_on_the_fitting_part_of_a_text_data_config(trained_dir, trained_fp32, held_out_file, tmp_path):
+    from olive_passes_genai.gptq import OnnxGptqQuantization
+
+    from olive.data.config import DataConfig
+    from olive.data.containers import bind_input_model
+    from olive.data.split import FIT
+
+    data = DataConfig.from_json(
+        {"name": "text", "type": "TextDataContainer", "load_dataset_config": {"data_path": str(held_out_file)}}
+    )
+    # As a workflow gives it to a pass whose metrics judge on the same config: bound to the model's tokenizer, its
+    # fitting part.
+    fit = bind_input_model(data, str(trained_dir)).for_role(FIT)
+    out = run_pass(OnnxGptqQuantization, trained_fp32, {"data_config": fit, "max_windows": 4}, output_dir=tmp_path)
+    assert out.model_attributes["gptq"]["calibration_windows"] == 4
+    assert _ops(out).count("MatMulNBits") >= 9

@@ -3,7 +3,8 @@
 GPTQ (onnxruntime's ``GPTQWeightOnlyQuantConfig``) quantizes each MatMul's weight column by column and spreads
 each column's rounding error over the columns not yet quantized, weighted by the inverse Hessian of the MatMul's
 inputs on calibration data, so the error that remains is the one the data does not see. The calibration data is
-the user's text (``data_path``: ``.txt`` one sample per line, or ``.jsonl``), tokenized with the folder's own
+the user's text (``data_config``, the workflow's text data config, or ``data_path``: ``.txt`` one sample per line,
+or ``.jsonl``; :mod:`olive_passes_genai.text_windows`), tokenized with the folder's own
 tokenizer and cut into ``max_windows`` windows of ``window`` tokens, each fed as one prefill with an empty KV
 cache, as the folder's ``genai_config.json`` describes the decoder's inputs.
 
@@ -21,8 +22,8 @@ from olive.exceptions import PassParamError
 from olive.logs import onnxruntime_logs
 from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import model_proto_to_olive_model
-from olive.passes.pass_config import ParamCategory
 from olive_passes_genai.genai_model import GenAIModelHandler, genai_folder_from_onnx
+from olive_passes_genai.text_windows import check_text_params, pass_samples, text_params, windows
 from olive_passes_genai.weight_only import ACCURACY_LEVELS, _external_data_params, _quiet_library
 
 if TYPE_CHECKING:
@@ -42,12 +43,7 @@ class OnnxGptqQuantization(Pass):
     @classmethod
     def _default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
         return {
-            "data_path": PassConfigParam(
-                type_=str,
-                required=True,
-                category=ParamCategory.PATH,
-                description="Calibration text: a .txt file (one sample per line) or .jsonl (field 'text').",
-            ),
+            **text_params("Calibration text", "Calibration windows."),
             "block_size": PassConfigParam(type_=int, default_value=32, description="int4 block size along K."),
             "is_symmetric": PassConfigParam(type_=bool, default_value=True, description="Symmetric int4 blocks."),
             "accuracy_level": PassConfigParam(
@@ -61,8 +57,6 @@ class OnnxGptqQuantization(Pass):
             "actorder": PassConfigParam(
                 type_=bool, default_value=False, description="Quantize columns by decreasing Hessian diagonal."
             ),
-            "window": PassConfigParam(type_=int, default_value=128, description="Tokens per calibration window."),
-            "max_windows": PassConfigParam(type_=int, default_value=16, description="Calibration windows."),
             **_external_data_params(),
         }
 
@@ -76,13 +70,14 @@ class OnnxGptqQuantization(Pass):
             )
         if config.accuracy_level is not None and config.accuracy_level not in ACCURACY_LEVELS:
             raise PassParamError(f"param 'accuracy_level' is {config.accuracy_level}; use 0-4", params="accuracy_level")
+        check_text_params(config)
 
     def _run_for_config(
         self, model: GenAIModelHandler, config: BasePassConfig, output_model_path: str
     ) -> GenAIModelHandler:
         from onnxruntime.quantization.matmul_nbits_quantizer import GPTQWeightOnlyQuantConfig, MatMulNBitsQuantizer
 
-        reader = _WindowReader(model, config)
+        reader = _WindowReader(model, config, self.config_owner())
         level = int(config.accuracy_level) if config.accuracy_level else None
         # The weights are loaded into the graph: onnxruntime's GPTQ serializes the graph to run it, and a graph
         # from bytes reads external data only from the working directory.
@@ -111,23 +106,21 @@ class _WindowReader:
     """Calibration feeds: one prefill per window of the text, with an empty KV cache (onnxruntime's
     CalibrationDataReader protocol)."""
 
-    def __init__(self, model: GenAIModelHandler, config: BasePassConfig):
+    def __init__(self, model: GenAIModelHandler, config: BasePassConfig, owner: str):
         import numpy as np
 
-        from olive_passes_genai.metrics import _Decoder, _windows, text_samples
+        from olive_passes_genai.metrics import _Decoder
 
         decoder = _Decoder(model.folder)
-        text = "\n".join(
-            text_samples({"name": "OnnxGptqQuantization", "user_config": {"data_path": config.data_path}}, None)
-        )
-        windows = _windows(decoder.encode(text), config.window, config.window, config.max_windows)
-        if not windows:
-            raise PassParamError(f"'{config.data_path}' gives no window of {config.window} tokens", params="data_path")
+        samples, source = pass_samples(config, owner)
+        cut = windows(decoder.encode("\n".join(samples)), config.window, config.window, config.max_windows)
+        if not cut:
+            raise PassParamError(f"{owner}: {source} gives no window of {config.window} tokens", params="data_config")
         spec = model.genai_config()["model"]["decoder"]
         heads, head_size = int(spec["num_key_value_heads"]), int(spec["head_size"])
         names = [i.name for i in _inputs(Path(model.model_path))]
         self.items: list[dict[str, np.ndarray]] = []
-        for window in windows:
+        for window in cut:
             ids = window.astype(np.int64)[None]
             feeds: dict[str, np.ndarray] = {"input_ids": ids}
             for name in names:

@@ -3,9 +3,11 @@
 Fixed recipes (the builder's ``k_quant_mixed``, NNCF's ``ratio``) keep a set list of layers at 8 bits; this pass
 keeps as few as a stated goal allows, measured on the user's text:
 
-1. The text (``data_path``: ``.txt`` one sample per line, or ``.jsonl``) is tokenized once and cut into windows
-   of ``window`` tokens (at most ``max_windows``). Even windows fit (calibration), odd windows judge (held out):
-   the goal is promised only on text the choice did not see.
+1. The text (``data_config``, the workflow's text data config, or ``data_path``: ``.txt`` one sample per line, or
+   ``.jsonl``; :mod:`olive_passes_genai.text_windows`) is tokenized once and cut into windows of ``window`` tokens
+   (at most ``max_windows``). Even windows rank, odd windows check the goal, so the ranking is not checked on
+   the text it was made on. In a workflow whose metrics judge on the same data config the pass sees only its
+   fitting part, and the workflow's figures are measured on text the pass never saw.
 2. **Sensitivity**: each MatMul alone is quantized to int4 (k-quant, onnxruntime's ``KQuantWeightOnlyQuantConfig``)
    and scored by the mean next-token KL against the float model on the calibration windows.
 3. **Keeps**: the most sensitive MatMuls are kept at 8 bits, one more at a time (smallest model first), until
@@ -28,9 +30,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from olive.exceptions import PassParamError
 from olive.passes import Pass, PassConfigParam
-from olive.passes.pass_config import ParamCategory
 from olive_passes_genai.genai_model import GenAIModelHandler
-from olive_passes_genai.metrics import _Decoder, _log_softmax, _windows
+from olive_passes_genai.metrics import _Decoder, _log_softmax
+from olive_passes_genai.text_windows import check_text_params, pass_samples, text_params, windows
 from olive_passes_genai.weight_only import OnnxKQuantQuantization, _external_data_params, quantizable_matmuls
 
 if TYPE_CHECKING:
@@ -52,11 +54,9 @@ class OnnxGuardedInt4(Pass):
     @classmethod
     def _default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
         return {
-            "data_path": PassConfigParam(
-                type_=str,
-                required=True,
-                category=ParamCategory.PATH,
-                description="Text to fit and judge on: a .txt file (one sample per line) or .jsonl (field 'text').",
+            **text_params(
+                "Text to fit on (even windows rank the MatMuls, odd windows check the goal)",
+                "Windows read from the text (half rank, half check).",
             ),
             "goal_metric": PassConfigParam(
                 type_=str,
@@ -78,10 +78,6 @@ class OnnxGuardedInt4(Pass):
                 default_value=4,
                 description="MatMulNBits accuracy_level: 4 (int8 compute, the default), 1 fp32, 0 unset.",
             ),
-            "window": PassConfigParam(type_=int, default_value=128, description="Tokens per window."),
-            "max_windows": PassConfigParam(
-                type_=int, default_value=16, description="Windows read from the text (half fit, half judge)."
-            ),
             "max_kept": PassConfigParam(
                 type_=float,
                 default_value=0.5,
@@ -98,8 +94,8 @@ class OnnxGuardedInt4(Pass):
             )
         if not 0 <= config.max_kept <= 1:
             raise PassParamError(f"param 'max_kept' is {config.max_kept}; use a share from 0 to 1", params="max_kept")
-        if config.max_windows < 2:
-            raise PassParamError("param 'max_windows' must be at least 2 (one to fit, one to judge)", "max_windows")
+        # one window to rank on, one to check the goal on
+        check_text_params(config, min_windows=2)
 
     def _quantize(self, model: GenAIModelHandler, config: BasePassConfig, out: Path, **params: Any) -> Any:
         settings = {
@@ -116,21 +112,19 @@ class OnnxGuardedInt4(Pass):
     ) -> GenAIModelHandler:
         import numpy as np
 
-        from olive_passes_genai.metrics import text_samples
-
         owner = self.config_owner()
         goal = config.goal_value
         if goal is None:
             goal = 0.98 if config.goal_metric == "top1_agreement" else 1.02
         float_model = _Decoder(model.folder)
-        text = "\n".join(text_samples({"name": owner, "user_config": {"data_path": config.data_path}}, None))
-        windows = _windows(float_model.encode(text), config.window, config.window, config.max_windows)
-        fit, judge = windows[0::2], windows[1::2]
+        samples, source = pass_samples(config, owner)
+        cut = windows(float_model.encode("\n".join(samples)), config.window, config.window, config.max_windows)
+        fit, judge = cut[0::2], cut[1::2]
         if not judge:
             raise PassParamError(
-                f"{owner}: '{config.data_path}' gives {len(windows)} window(s) of {config.window} tokens; give more "
-                "text or a smaller window (one window fits, the next judges)",
-                params="data_path",
+                f"{owner}: {source} gives {len(cut)} window(s) of {config.window} tokens; give more text or a "
+                "smaller window (one window ranks, the next checks the goal)",
+                params="data_config" if config.data_config is not None else "data_path",
             )
         fit_ref = [_log_softmax(float_model.window_logits(w)).astype(np.float32) for w in fit]
         judge_ref = [_log_softmax(float_model.window_logits(w)).astype(np.float32) for w in judge]
@@ -186,7 +180,8 @@ class OnnxGuardedInt4(Pass):
             "kept_at_8_bits": kept,
             "matmuls": len(targets),
             "sensitivity_kl": dict(sorted(sensitivity.items(), key=lambda kv: -kv[1])),
-            "split": f"{len(fit)} even windows fit, {len(judge)} odd windows judge ({config.window} tokens each)",
+            "split": f"{len(fit)} even windows rank, {len(judge)} odd windows check the goal ({config.window} tokens "
+            f"each, from {source})",
         }
         return result
 

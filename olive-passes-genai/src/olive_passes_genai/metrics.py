@@ -4,7 +4,10 @@ Registered by the distribution through ``olive_register_metrics``; each takes a 
 ``ModelBuilder`` output or a weight-only pass's), its text from the metric's ``data_config`` (a
 ``TextDataContainer``: a local ``.txt`` file, one sample per line, or ``.jsonl`` with ``text_field``) or from
 ``user_config.data_path``, and writes its numbers under the sub type names below. Options go in
-``user_config``.
+``user_config``. A data config the workflow's passes fit on too gives the metrics its judging part only
+(:mod:`olive_passes_genai.text_windows`). ``user_config.synthetic: true`` measures the teacher-forced metrics
+and the speed on seeded random token ids instead of text (what ``olive optimize`` does without ``--data``):
+agreement on them says little about agreement on text.
 
 ===================== ============================================ ==========================================
 metric type           sub types                                    how
@@ -51,7 +54,8 @@ from typing import TYPE_CHECKING, Any
 
 from olive.exceptions import OliveError
 from olive.measure.timing import LATENCY_SETTLE_S, paired_round_size, ratios_to_reference
-from olive_passes_genai.genai_model import GENAI_CONFIG
+from olive_passes_genai.genai_model import GENAI_CONFIG, read_genai_config
+from olive_passes_genai.text_windows import read_samples, windows
 
 if TYPE_CHECKING:
     import numpy as np
@@ -87,25 +91,11 @@ def _int(options: Mapping[str, Any], key: str, default: int, metric: Mapping[str
 
 def text_samples(metric: Mapping[str, Any], data: Any) -> list[str]:
     """The metric's text samples: ``user_config.data_path`` (``.txt``: one per line; ``.jsonl``: ``text_field``)
-    or the metric's data config (a ``TextDataContainer``'s ``data_path`` and ``text_field``)."""
-    from olive_passes_torch.text_data import read_records
-
+    or the metric's data config (a ``TextDataContainer``; its judging part where passes fit on the rest)."""
     options = _options(metric)
-    name = f"metric '{metric.get('name')}'"
-    path, field = options.get("data_path"), options.get("text_field", "text")
-    if path is None and data is not None:
-        params = dict(data.load_dataset_config.params)
-        path, field = params.get("data_path"), params.get("text_field") or field
-    if path is None:
-        raise OliveError(
-            f"{name}: no text to measure on; give data_config (a TextDataContainer over a .txt or .jsonl file) or "
-            "user_config.data_path"
-        )
-    rows = read_records(Path(path), name)
-    samples = [str(row.get(field, "")) for row in rows if str(row.get(field, "")).strip()]
-    if not samples:
-        raise OliveError(f"{name}: '{path}' holds no text (field '{field}')")
-    return samples
+    return read_samples(
+        data, options.get("data_path"), f"metric '{metric.get('name')}'", options.get("text_field", "text")
+    )
 
 
 class _Decoder:
@@ -151,10 +141,17 @@ class _Decoder:
         return out
 
 
-def _windows(tokens: np.ndarray, window: int, stride: int, max_windows: int) -> list[np.ndarray]:
-    starts = range(0, max(1, len(tokens) - window + 1), stride)
-    windows = [tokens[s : s + window] for s in starts][:max_windows]
-    return [w for w in windows if len(w) >= 2]
+def _tokens(decoder: _Decoder, metric: Mapping[str, Any], data: Any, count: int) -> np.ndarray:
+    """The metric's text, tokenized; with ``user_config.synthetic`` (no text given), ``count`` seeded random token
+    ids from the model's vocabulary instead, which say how closely two models agree on nonsense, not on text."""
+    import numpy as np
+
+    if not _options(metric).get("synthetic"):
+        return decoder.encode("\n".join(text_samples(metric, data)))
+    vocab = int(read_genai_config(decoder.folder)["model"].get("vocab_size") or 0)
+    if vocab < 2:
+        raise OliveError(f"metric '{metric.get('name')}': {GENAI_CONFIG} gives no vocab_size to draw tokens from")
+    return np.random.default_rng(0).integers(0, vocab, size=count).astype(np.int32)
 
 
 def _log_softmax(logits: np.ndarray) -> np.ndarray:
@@ -173,15 +170,15 @@ def _teacher_forced(model: Any, metric: Mapping[str, Any], data: Any, reference:
     stride = _int(options, "stride", window, metric)
     max_windows = _int(options, "max_windows", 16, metric)
     candidate = _Decoder(_folder(model, "the model"))
-    tokens = candidate.encode("\n".join(text_samples(metric, data)))
-    windows = _windows(tokens, window, stride, max_windows)
-    if not windows:
+    tokens = _tokens(candidate, metric, data, window * max_windows)
+    cut = windows(tokens, window, stride, max_windows)
+    if not cut:
         raise OliveError(f"metric '{metric.get('name')}': the text is under 2 tokens long; give more text")
     against = None
     if reference is not None and _folder(reference, "the reference model") != candidate.folder:
         against = _Decoder(_folder(reference, "the reference model"))
     nll, kl, agree, count = 0.0, 0.0, 0, 0
-    for tokens_w in windows:
+    for tokens_w in cut:
         log_p = _log_softmax(candidate.window_logits(tokens_w))
         targets = tokens_w[1:]
         nll -= float(log_p[np.arange(len(targets)), targets].sum())
@@ -191,7 +188,7 @@ def _teacher_forced(model: Any, metric: Mapping[str, Any], data: Any, reference:
             kl += float((np.exp(log_q) * (log_q - log_p)).sum())
             agree += int((log_q.argmax(axis=-1) == log_p.argmax(axis=-1)).sum())
         count += len(targets)
-    result = {"perplexity": math.exp(nll / count), "positions": float(count), "windows": float(len(windows))}
+    result = {"perplexity": math.exp(nll / count), "positions": float(count), "windows": float(len(cut))}
     if reference is not None:
         result["next_token_kl"] = kl / count if against is not None else 0.0
         result["top1_agreement"] = agree / count if against is not None else 1.0
@@ -240,7 +237,7 @@ def greedy_match(model: Any, metric: Mapping[str, Any], data: Any, reference_mod
 def _prompt(decoder: _Decoder, metric: Mapping[str, Any], data: Any, length: int) -> np.ndarray:
     import numpy as np
 
-    tokens = decoder.encode("\n".join(text_samples(metric, data)))
+    tokens = _tokens(decoder, metric, data, length)
     if len(tokens) < length:
         tokens = np.resize(tokens, length)  # short text: repeated to the prompt length
     return tokens[:length]

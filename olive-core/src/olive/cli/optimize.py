@@ -73,7 +73,8 @@ def _options(function: Any) -> Any:
             multiple=True,
             help="What the chosen model must keep, 'metric op value', repeatable: cosine_mean, cosine_min (worst "
             "sample), max_abs_diff, top1. Default: cosine_min>=0.97 and cosine_mean>=0.99; top1>=0.99 for class "
-            "scores.",
+            "scores. A decoder keeps perplexity (1.02x: a ratio to the float model's), top1_agreement, "
+            "next_token_kl on held-out text; default perplexity<=1.02x.",
         ),
         click.option(
             "--latency-budget",
@@ -88,7 +89,7 @@ def _options(function: Any) -> Any:
             "--precision",
             default=None,
             help="auto, int8, uint8, int4, fp16 or fp32 (graph rewrites only). Default: auto for optimize, int8 "
-            "for quantize.",
+            "for quantize. A decoder: int4 (auto), int8 or fp32.",
         ),
         click.option(
             "--act_precision",
@@ -212,7 +213,7 @@ def _main(quantize_only: bool, output_default: str, params: dict[str, Any]) -> N
     from olive.cli.run import _logging, _print_dry_run, _print_summary
     from olive.engine.output_writer import claim_files, foreign_files, refuse_foreign
     from olive.optimize.installed import ALL_PROVIDERS, installed_now, installed_plugin_providers, left_out_by_all
-    from olive.optimize.summary import closest_miss, comparison_lines, search_cut_short
+    from olive.optimize.summary import closest_miss, comparison_lines, decoder_lines, decoder_miss, search_cut_short
     from olive.workflows.run import execute, prepare
 
     start = time.perf_counter()
@@ -291,14 +292,32 @@ def _main(quantize_only: bool, output_default: str, params: dict[str, Any]) -> N
         if cut_short:
             click.echo(f"Search:   {cut_short}")
         click.echo(f"Workflow: {workflow_path} (edit it and rerun with olive run; finished runs are cached)")
-        error_line(closest_miss(output, recipe.keeps, recipe.latency_budget))
+        if recipe.decoder:
+            error_line(decoder_miss(output, recipe.keeps))
+        else:
+            error_line(closest_miss(output, recipe.keeps, recipe.latency_budget))
         sys.exit(EXIT_FAILED)
-    click.echo("Chosen model, against the input model:")
-    for line in comparison_lines(output, recipe.keeps, synthetic=recipe.synthetic):
-        click.echo(f"  {line}")
-    if recipe.synthetic:
-        click.echo("  (agreement on synthetic inputs; give --data to judge it on real samples)")
-    click.echo(f"Model:    {output.output_model_path or output.best.model_path}")
+    if recipe.decoder:
+        click.echo("Chosen model, against the float model:")
+        for line in decoder_lines(output, recipe.keeps, synthetic=recipe.synthetic):
+            click.echo(f"  {line}")
+        if recipe.synthetic:
+            click.echo(
+                "  (agreement on random token ids says little about text; give --data FILE, text like the model's "
+                "prompts, to fit the int4 guard on it and judge perplexity on text it did not fit on)"
+            )
+    else:
+        click.echo("Chosen model, against the input model:")
+        for line in comparison_lines(output, recipe.keeps, synthetic=recipe.synthetic):
+            click.echo(f"  {line}")
+        if recipe.synthetic:
+            click.echo("  (agreement on synthetic inputs; give --data to judge it on real samples)")
+    if recipe.decoder:
+        click.echo(
+            f"Model:    {output_dir} (onnxruntime_genai.Model('{output_dir}') loads and serves the folder as it is)"
+        )
+    else:
+        click.echo(f"Model:    {output.output_model_path or output.best.model_path}")
     report = output_dir / "report.html"
     if report.is_file():
         click.echo(f"Report:   {report}")
@@ -392,7 +411,8 @@ def _output_option(default: str) -> Any:
 @_output_option("optimized-model")
 def optimize_command(**params: Any) -> None:
     """Optimize MODEL (an ONNX file, or a Hugging Face folder with olive-passes-torch) into the fastest model that
-    keeps its outputs.
+    keeps its outputs. A Hugging Face decoder (a causal language model, with olive-passes-genai) is built with
+    onnxruntime-genai's builder and quantized to int4, the MatMuls the keep needs kept at 8 bits.
 
     Builds a workflow from the model and what is installed (transformer fusion, int8 with an accuracy guard when
     --data is given, the targets' providers), runs it with a progress bar and a table, and writes the chosen

@@ -85,6 +85,12 @@ class ModelFacts:
         return (self.attention_blocks > 0 or self.model_type == "HfModel") and not self.fused
 
     @property
+    def decoder(self) -> bool:
+        """A Hugging Face causal language model (task ``text-generation``): it goes through onnxruntime-genai's
+        builder, with a KV cache, rather than a plain ONNX export."""
+        return self.model_type == "HfModel" and self.task == "text-generation"
+
+    @property
     def first_output_rank(self) -> int | None:
         return len(self.outputs[0][1]) if self.outputs else None
 
@@ -98,6 +104,8 @@ class ModelFacts:
     def describe(self) -> str:
         """One line for the console: what kind of model this is taken to be."""
         kind = "transformer" if self.attention_blocks or self.model_type == "HfModel" else "model"
+        if self.decoder:
+            kind = "decoder (causal language model)"
         if self.fused:
             kind = "transformer (attention already fused)"
         parts = [f"{self.model_type} {kind}"]
@@ -108,7 +116,8 @@ class ModelFacts:
         if self.inputs:
             parts.append("inputs " + ", ".join(name for name, _, _ in self.inputs))
         if self.outputs:
-            parts.append("output " + self.outputs[0][0] + (" (class scores)" if self.classifier else ""))
+            scores = " (next-token scores)" if self.decoder else " (class scores)" if self.classifier else ""
+            parts.append("output " + self.outputs[0][0] + scores)
         return "; ".join(parts)
 
 

@@ -4,6 +4,12 @@ A keep is ``metric op value``: the metric is one of the agreement metric's sub t
 ``cosine_min``, ``max_abs_diff``, ``top1``), the operator ``>=``, ``>``, ``<=`` or ``<``. Cosines and ``top1``
 are higher-is-better and take ``>=``/``>``; ``max_abs_diff`` takes ``<=``/``<``. A strict operator is kept as
 written (the workflow's threshold goal is inclusive, so ``>`` asks for the next representable value above).
+
+A generative model (a decoder) keeps what its text says, against the float model on held-out text:
+``perplexity<=1.02x`` (a value ending in ``x`` is a ratio to the float model's perplexity: within 2%),
+``perplexity<=12.5`` (an absolute bound), ``top1_agreement>=0.98`` (the share of positions whose most likely next
+token is the float model's) and ``next_token_kl<=0.05`` (nats). Only perplexity takes a ratio: the float model's
+own agreement is 1 and its KL 0.
 """
 
 from __future__ import annotations
@@ -17,7 +23,9 @@ from olive.exceptions import WorkflowConfigError, closest_match_hint
 
 __all__ = [
     "CLASSIFIER_KEEPS",
+    "DECODER_KEEPS",
     "EMBEDDING_KEEPS",
+    "GENERATIVE_KEEP_METRICS",
     "GUARD_METRICS",
     "KEEP_METRICS",
     "Keep",
@@ -26,6 +34,11 @@ __all__ = [
 
 #: agreement sub type -> higher is better
 KEEP_METRICS: dict[str, bool] = {"cosine_mean": True, "cosine_min": True, "max_abs_diff": False, "top1": True}
+#: a decoder's keeps (generative metrics, registered by olive-passes-genai) -> higher is better
+GENERATIVE_KEEP_METRICS: dict[str, bool] = {"perplexity": False, "top1_agreement": True, "next_token_kl": False}
+#: the keep metrics that take a ratio to the float model (``perplexity<=1.02x``)
+RELATIVE_KEEP_METRICS = ("perplexity",)
+_ALL_METRICS = {**KEEP_METRICS, **GENERATIVE_KEEP_METRICS}
 #: the keeps the accuracy guard can aim at (it scores cosines and max_abs_diff, not top1)
 GUARD_METRICS = ("cosine_min", "cosine_mean", "max_abs_diff")
 _OPERATORS = (">=", "<=", ">", "<")
@@ -35,28 +48,50 @@ OPTION = "--keep"
 
 @attrs.frozen
 class Keep:
-    """One thing the chosen model must keep: ``metric op value`` on the agreement with the input model."""
+    """One thing the chosen model must keep: ``metric op value`` on the agreement with the input model.
+
+    :param relative: ``value`` is a ratio to the float model's value (``perplexity<=1.02x``).
+    """
 
     metric: str
     op: str
     value: float
+    relative: bool = False
 
     @property
     def higher_is_better(self) -> bool:
-        return KEEP_METRICS[self.metric]
+        return _ALL_METRICS[self.metric]
+
+    @property
+    def generative(self) -> bool:
+        """A decoder's keep (measured on text by olive-passes-genai's metrics)."""
+        return self.metric in GENERATIVE_KEEP_METRICS
 
     @property
     def threshold(self) -> float:
-        """The inclusive threshold goal the workflow holds the metric to."""
+        """The inclusive threshold goal the workflow holds the metric to (a ratio for a relative keep)."""
         if self.op in (">=", "<="):
             return self.value
         return math.nextafter(self.value, math.inf if self.op == ">" else -math.inf)
 
-    def met_by(self, value: float) -> bool:
-        return value >= self.threshold if self.higher_is_better else value <= self.threshold
+    def goal(self) -> dict[str, object]:
+        """The workflow's goal for this keep: a threshold, or for a ratio a percent of the float model's value."""
+        if self.relative:
+            # percent-max-degradation is inclusive: value <= baseline * (1 + v / 100)
+            return {"type": "percent-max-degradation", "value": round((self.threshold - 1.0) * 100.0, 10)}
+        return {"type": "threshold", "value": self.threshold}
+
+    def met_by(self, value: float, baseline: float | None = None) -> bool:
+        """Whether ``value`` keeps this; a relative keep needs the float model's value (``baseline``)."""
+        bound = self.threshold
+        if self.relative:
+            if baseline is None:
+                return False
+            bound = self.threshold * baseline
+        return value >= bound if self.higher_is_better else value <= bound
 
     def __str__(self) -> str:
-        return f"{self.metric}{self.op}{self.value!r}"
+        return f"{self.metric}{self.op}{self.value!r}{'x' if self.relative else ''}"
 
 
 #: what a model whose first output is a vector (or a sequence of vectors) keeps by default: the measured
@@ -64,33 +99,41 @@ class Keep:
 EMBEDDING_KEEPS = (Keep("cosine_min", ">=", 0.97), Keep("cosine_mean", ">=", 0.99))
 #: what a classifier keeps by default: the predicted class of 99 samples in 100
 CLASSIFIER_KEEPS = (Keep("top1", ">=", 0.99),)
+#: what a decoder keeps by default: perplexity on held-out text within 2% of the float model's
+DECODER_KEEPS = (Keep("perplexity", "<=", 1.02, relative=True),)
 
 
 def parse_keep(text: str) -> Keep:
     """``"cosine_min>=0.97"`` -> :class:`Keep`; a mistake is a :class:`WorkflowConfigError` owned by ``--keep``."""
+    names = ", ".join(KEEP_METRICS)
+    generative = ", ".join(GENERATIVE_KEEP_METRICS)
     match = _PATTERN.match(text or "")
     if match is None:
         raise WorkflowConfigError(
-            f"'{text}' is not 'metric op value'; write e.g. --keep cosine_min>=0.97 (metrics: "
-            f"{', '.join(KEEP_METRICS)}; operators: {', '.join(_OPERATORS)})",
+            f"'{text}' is not 'metric op value'; write e.g. --keep cosine_min>=0.97, or for a decoder --keep "
+            f"perplexity<=1.02x (metrics: {names}; for decoders {generative}; operators: {', '.join(_OPERATORS)})",
             owner=OPTION,
         )
     metric, op, raw = match.groups()
-    if metric not in KEEP_METRICS:
+    if metric not in _ALL_METRICS:
         raise WorkflowConfigError(
-            f"'{text}': unknown metric '{metric}'{closest_match_hint(metric, KEEP_METRICS)}; use one of "
-            f"{', '.join(KEEP_METRICS)}",
+            f"'{text}': unknown metric '{metric}'{closest_match_hint(metric, _ALL_METRICS)}; use one of {names} "
+            f"(for a decoder: {generative})",
             owner=OPTION,
         )
     if op not in _OPERATORS:
         raise WorkflowConfigError(f"'{text}': operator '{op}' is not one of {', '.join(_OPERATORS)}", owner=OPTION)
+    relative = raw.lower().endswith("x")
+    number = raw[:-1] if relative else raw
     try:
-        value = float(raw)
+        value = float(number)
     except ValueError:
-        raise WorkflowConfigError(f"'{text}': '{raw}' is not a number", owner=OPTION) from None
+        raise WorkflowConfigError(
+            f"'{text}': '{raw}' is not a number (or a ratio to the float model, such as 1.02x)", owner=OPTION
+        ) from None
     if not math.isfinite(value):
         raise WorkflowConfigError(f"'{text}': the value must be a finite number", owner=OPTION)
-    higher = KEEP_METRICS[metric]
+    higher = _ALL_METRICS[metric]
     if higher and op not in (">=", ">"):
         raise WorkflowConfigError(
             f"'{text}': {metric} is higher-is-better; keep it with >= or > (e.g. {metric}>={value:g})", owner=OPTION
@@ -99,14 +142,32 @@ def parse_keep(text: str) -> Keep:
         raise WorkflowConfigError(
             f"'{text}': {metric} is lower-is-better; keep it with <= or < (e.g. {metric}<={value:g})", owner=OPTION
         )
-    if metric == "top1" and not 0.0 <= value <= 1.0:
-        raise WorkflowConfigError(f"'{text}': top1 is a fraction of samples, from 0 to 1", owner=OPTION)
+    if relative and metric not in RELATIVE_KEEP_METRICS:
+        raise WorkflowConfigError(
+            f"'{text}': only {', '.join(RELATIVE_KEEP_METRICS)} takes a ratio to the float model (1.02x); give "
+            f"{metric} as a number (e.g. {metric}{op}{value:g})",
+            owner=OPTION,
+        )
+    if relative and value < 1.0:
+        raise WorkflowConfigError(
+            f"'{text}': a ratio to the float model's perplexity below 1 asks the quantized model to beat it; give "
+            "1 or more (1.02x: within 2%)",
+            owner=OPTION,
+        )
+    if metric in ("top1", "top1_agreement") and not 0.0 <= value <= 1.0:
+        raise WorkflowConfigError(f"'{text}': {metric} is a fraction, from 0 to 1", owner=OPTION)
     if metric.startswith("cosine") and not -1.0 <= value <= 1.0:
         raise WorkflowConfigError(f"'{text}': a cosine is between -1 and 1", owner=OPTION)
-    if metric == "max_abs_diff" and value < 0:
-        raise WorkflowConfigError(f"'{text}': max_abs_diff is never negative", owner=OPTION)
+    if metric in ("max_abs_diff", "next_token_kl") and value < 0:
+        raise WorkflowConfigError(f"'{text}': {metric} is never negative", owner=OPTION)
+    if metric == "perplexity" and not relative and value < 1.0:
+        raise WorkflowConfigError(
+            f"'{text}': a perplexity is at least 1; give a bound of 1 or more, or a ratio to the float model "
+            "(perplexity<=1.02x)",
+            owner=OPTION,
+        )
     if higher and op == ">" and value >= 1.0:
         raise WorkflowConfigError(
             f"'{text}': no model can be above 1; use >= 1 to ask for identical outputs", owner=OPTION
         )
-    return Keep(metric, op, value)
+    return Keep(metric, op, value, relative)

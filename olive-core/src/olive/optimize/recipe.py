@@ -37,6 +37,20 @@ that searched, say, the calibration method too would quietly triple). The search
   on the first keep is searched, so the search spends the budget on float nodes that buy agreement.
 - **Where**: every ``--provider`` is a target the candidates are measured on; a plugin provider's options
   with search values (OpenVINO's precision hint) are searched.
+
+A **decoder** (a Hugging Face causal language model) takes another road (:func:`_decoder_workflow`), through the
+passes of olive-passes-genai, named in the workflow by type only:
+
+- **Build** with ``ModelBuilder`` (onnxruntime-genai's builder: a KV cache, ``genai_config.json``, the tokenizer)
+  in fp32: the float model every figure compares with.
+- **Quantize** to int4 (the default on every device) with ``OnnxGuardedInt4``: the MatMuls that cost the keep most
+  stay at 8 bits until the keep holds on the text it fits on; its target is searched from the keep towards the
+  float model, loosest first, stopping at the first model that keeps everything on the judging text. Without
+  ``--data`` there is no text to fit on: plain int4 (``OnnxKQuantQuantization``, symmetric). ``--precision int8``
+  is 8-bit weights the same way; ``fp32`` is the build alone.
+- **Judge** on the judging half of the text (the data-roles split: the guard never saw it): decode tokens/s as a
+  ratio to the float model's, timed in alternating rounds through ``onnxruntime_genai.Generator``; perplexity and
+  next-token top-1 agreement on fixed windows; size. The keeps (default ``perplexity<=1.02x``) are goals.
 """
 
 from __future__ import annotations
@@ -49,9 +63,9 @@ import attrs
 from olive.data.split import SPLIT_RULE
 from olive.exceptions import WorkflowConfigError
 from olive.hardware.cpu import REDUCE_RANGE_REASON
-from olive.optimize.data import DATA_NAME, VALIDATION_NAME, DataSource, data_config, synthetic_specs
+from olive.optimize.data import DATA_NAME, TEXT_SUFFIXES, VALIDATION_NAME, DataSource, data_config, synthetic_specs
 from olive.optimize.facts import ModelFacts
-from olive.optimize.keep import CLASSIFIER_KEEPS, EMBEDDING_KEEPS, GUARD_METRICS, Keep
+from olive.optimize.keep import CLASSIFIER_KEEPS, DECODER_KEEPS, EMBEDDING_KEEPS, GUARD_METRICS, Keep
 from olive.optimize.options import DEFAULT_MAX_LENGTH, OptimizeOptions
 from olive.plugins.install_hints import distribution_of_pass, install_line
 
@@ -111,10 +125,16 @@ class Recipe:
     latency_budget: float | None = None
     notes: tuple[str, ...] = ()
     synthetic: bool = False
+    #: a decoder's workflow (generative metrics; :func:`_decoder_workflow`)
+    decoder: bool = False
 
     @property
     def objective(self) -> str:
         kept = " and ".join(str(k) for k in self.keeps)
+        if self.decoder:
+            if not self.keeps:
+                return "the fastest decoder (no keep held: without --data there is no text to judge it on)"
+            return f"the fastest decoder that keeps {kept} against the float model on held-out text"
         if self.latency_budget is None:
             return f"the fastest model that keeps {kept}"
         return f"the model that agrees best within {self.latency_budget:g}x the input's latency, keeping {kept}"
@@ -147,7 +167,16 @@ def _tightened(keeps: list[Keep]) -> list[list[float]]:
 
 def build_workflow(facts: ModelFacts, options: OptimizeOptions, installed: Installed, data: DataSource) -> Recipe:
     """The workflow for ``facts`` under ``options`` with what ``installed`` offers (see the module docstring)."""
+    if facts.decoder:
+        return _decoder_workflow(facts, options, installed, data)
     notes: list[str] = []
+    generative = [str(k) for k in options.keeps if k.generative]
+    if generative:
+        raise WorkflowConfigError(
+            f"{', '.join(generative)}: a decoder's keep, and '{facts.path.name}' is not a decoder (a Hugging Face "
+            "causal language model); keep cosine_mean, cosine_min, max_abs_diff or top1",
+            owner="--keep",
+        )
     keeps = options.keeps or default_keeps(facts)
     if facts.decoder_with_past:
         raise WorkflowConfigError(
@@ -207,28 +236,8 @@ def build_workflow(facts: ModelFacts, options: OptimizeOptions, installed: Insta
             "less than agreement on real data; give --data FILE (samples like those the model serves) to judge it "
             "on them and to let the accuracy guard keep sensitive nodes in float"
         )
-    workflow: dict[str, Any] = {
-        "workflow_id": WORKFLOW_ID,
-        "input_model": _input_model(facts, options),
-        "systems": {SYSTEM: {"type": "LocalSystem", "accelerators": [_accelerator(options, installed)]}},
-        "target": SYSTEM,
-        "data_configs": [],
-        "evaluators": {EVALUATOR: {"metrics": _metrics(facts, options, data, keeps)}},
-        "evaluator": EVALUATOR,
-        "evaluate_input_model": True,
-        "passes": passes,
-        "search_strategy": {
-            "execution_order": "joint",
-            "sampler": "sequential",
-            "max_samples": 0,
-            "seed": 0,
-            **({"max_time": options.max_time} if options.max_time is not None else {}),
-        },
-        # Without one, the workflow shares the per-user cache, as `olive run` of the written workflow does.
-        **({"cache_dir": str(options.cache_dir)} if options.cache_dir is not None else {}),
-        "output_dir": str(options.output_dir),
-        "log_severity_level": 2,
-    }
+    workflow = _workflow_frame(facts, options, installed, _metrics(facts, options, data, keeps))
+    workflow["passes"] = passes
     max_length = _max_length(facts, options, data)
     config = data_config(data, options.max_samples, options.batch_size, max_length)
     if config is not None:
@@ -245,6 +254,34 @@ def build_workflow(facts: ModelFacts, options: OptimizeOptions, installed: Insta
         # The guard's targets run loosest first: the first model that keeps everything is the fastest that does.
         workflow["search_strategy"]["stop_when_goals_met"] = True
     return Recipe(workflow, tuple(keeps), options.latency_budget, tuple(notes), data.synthetic)
+
+
+def _workflow_frame(
+    facts: ModelFacts, options: OptimizeOptions, installed: Installed, metrics: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The keys every ``olive optimize`` workflow has, around its passes and metrics."""
+    return {
+        "workflow_id": WORKFLOW_ID,
+        "input_model": _input_model(facts, options),
+        "systems": {SYSTEM: {"type": "LocalSystem", "accelerators": [_accelerator(options, installed)]}},
+        "target": SYSTEM,
+        "data_configs": [],
+        "evaluators": {EVALUATOR: {"metrics": metrics}},
+        "evaluator": EVALUATOR,
+        "evaluate_input_model": True,
+        "passes": {},
+        "search_strategy": {
+            "execution_order": "joint",
+            "sampler": "sequential",
+            "max_samples": 0,
+            "seed": 0,
+            **({"max_time": options.max_time} if options.max_time is not None else {}),
+        },
+        # Without one, the workflow shares the per-user cache, as `olive run` of the written workflow does.
+        **({"cache_dir": str(options.cache_dir)} if options.cache_dir is not None else {}),
+        "output_dir": str(options.output_dir),
+        "log_severity_level": 2,
+    }
 
 
 def _max_length(facts: ModelFacts, options: OptimizeOptions, data: DataSource) -> int:
@@ -552,6 +589,222 @@ def _metrics(
         {"name": "agreement", "type": "agreement", **data_ref, **scoring, "sub_types": agreement_subs, **user_config},
         {"name": "size", "type": "size_on_disk", "sub_types": [{"name": "bytes", "priority": priority}]},
     ]
+
+
+# --------------------------------------------------------------------------------------------- decoders
+#: the passes a decoder's workflow names (olive-passes-genai's)
+BUILDER = "ModelBuilder"
+GUARDED_INT4 = "OnnxGuardedInt4"
+WEIGHT_ONLY = "OnnxKQuantQuantization"
+#: a decoder's precisions: int4 is what ``auto`` means (the builder's own choice on every target)
+DECODER_PRECISIONS = ("auto", "int4", "int8", "fp32", "fp16")
+#: the fraction of the way from a decoder keep to the float model at which the guard's searched goals sit: for
+#: perplexity<=1.02x, 1.02 1.0133 1.0067 (each try ranks every MatMul again: three at most)
+DECODER_GOAL_STEPS = (0.0, 1 / 3, 2 / 3)
+#: tokens per window of the teacher-forced metrics and the guard; windows read at most
+DECODER_WINDOW = 128
+DECODER_MAX_WINDOWS = 16
+#: the decode speed: greedy tokens after a prompt, runs of each model (and of the float model, alternating)
+DECODE_SETTINGS = {"prompt_tokens": 64, "max_new_tokens": 32, "repeat": 20}
+#: the guard's goal metric for a keep it can aim at
+_GUARD_GOALS = {"perplexity": "perplexity_ratio", "top1_agreement": "top1_agreement"}
+
+
+def _decoder_workflow(facts: ModelFacts, options: OptimizeOptions, installed: Installed, data: DataSource) -> Recipe:
+    """A decoder's workflow: ModelBuilder (fp32), then int4 guarded on the text (see the module docstring)."""
+    if _missing(BUILDER, installed):
+        hint = _install_hint(BUILDER) or "no installed distribution offers it"
+        raise WorkflowConfigError(
+            f"'{facts.path.name}' is a decoder (a causal language model), which olive optimize builds with {BUILDER} "
+            f"(onnxruntime-genai's builder, with a KV cache): {hint}",
+            owner="MODEL",
+        )
+    _check_decoder_options(facts, options, data)
+    notes: list[str] = []
+    text = not data.synthetic
+    keeps = options.keeps or (DECODER_KEEPS if text else ())
+    window = _decoder_window(facts, options)
+    precision = "int4" if options.precision == "auto" else options.precision
+    # The builder's int4 settings would be searched by default; the float build is one model, the reference.
+    build = {"type": BUILDER, "precision": "fp16" if precision == "fp16" else "fp32"}
+    build.update(dict.fromkeys(("int4_block_size", "int4_is_symmetric", "int4_algo_config"), "DEFAULT_VALUE"))
+    passes: dict[str, Any] = {"build": build}
+    block = options.block_size or 32
+    if precision == "int4" and text:
+        passes["quantize"] = _guard_pass(keeps, block, window, notes)
+    elif precision in ("int4", "int8"):
+        bits = 4 if precision == "int4" else 8
+        # Symmetric blocks and int8 compute: the builder's own int4 default on the CPU.
+        passes["quantize"] = {
+            "type": WEIGHT_ONLY,
+            "bits": bits,
+            "block_size": block,
+            "is_symmetric": True,
+            "accuracy_level": 4,
+        }
+        if precision == "int4":
+            notes.append(
+                f"no --data: plain int4 ({WEIGHT_ONLY}); with --data the guard ({GUARDED_INT4}) keeps the "
+                "MatMuls that cost the keep most at 8 bits"
+            )
+    judged = VALIDATION_NAME if data.validation is not None else DATA_NAME
+    metrics = _decoder_metrics(keeps, judged if text else None, window)
+    workflow = _workflow_frame(facts, options, installed, metrics)
+    workflow["passes"] = passes
+    # The HfModel is not evaluated itself: every figure compares with the first pass's output, the float build.
+    config = data_config(data, options.max_samples, options.batch_size, window)
+    if config is not None:
+        workflow["data_configs"].append(config)
+    if data.validation is not None:
+        judging = data_config(data.validation, options.max_samples, options.batch_size, window, VALIDATION_NAME)
+        if judging is not None:
+            workflow["data_configs"].append(judging)
+    if isinstance(passes.get("quantize", {}).get("goal_value"), dict):
+        # The guard's goals run loosest first: the first model that keeps everything is the smallest that does.
+        workflow["search_strategy"]["stop_when_goals_met"] = True
+    if text and data.text_field != "text":
+        notes.append(f"--data: the text of each sample is its field '{data.text_field}' (its only field)")
+    if text and data.path is not None and (data.samples or 0) > options.max_samples:
+        notes.append(
+            f"--data: '{data.path.name}' holds {data.samples} samples (lines); the first {options.max_samples} are "
+            "used (--max_samples)"
+        )
+    if data.split:
+        notes.append(
+            f"--data: {SPLIT_RULE}; the guard fits on its half, perplexity and agreement are measured on the other "
+            "(give --validation-data FILE to judge on other text)"
+        )
+    elif data.validation is not None:
+        notes.append("the guard fits on --data; perplexity and agreement are measured on --validation-data")
+    if data.synthetic:
+        notes.append(
+            "no --data: agreement is measured on seeded random token ids, which says little about how the model "
+            "does on text, and there is no perplexity; give --data FILE (text like the model's prompts and "
+            "answers, .txt one sample per line or .jsonl) to fit the int4 guard on it and to judge perplexity and "
+            "agreement on text it did not fit on"
+        )
+    return Recipe(workflow, tuple(keeps), None, tuple(notes), data.synthetic, decoder=True)
+
+
+def _check_decoder_options(facts: ModelFacts, options: OptimizeOptions, data: DataSource) -> None:
+    name = facts.path.name
+    if options.precision not in DECODER_PRECISIONS:
+        raise WorkflowConfigError(
+            f"{options.precision} is not a decoder precision here; use int4 (the default: 4-bit weights, the MatMuls "
+            "the keep needs at 8), int8 or fp32 (fp16 on a GPU)",
+            owner="--precision",
+        )
+    if options.precision == "fp16" and options.device == "cpu":
+        raise WorkflowConfigError(
+            "fp16 decoders need a GPU provider (onnxruntime-genai's builder writes fp32, int8 or int4 for the CPU); "
+            "use --precision int4, or --device gpu",
+            owner="--precision",
+        )
+    if options.act_precision is not None or options.use_qdq_format:
+        raise WorkflowConfigError(
+            f"'{name}' is a decoder, whose weights are quantized block-wise (activations stay float); leave "
+            "--act_precision and --use_qdq_format out",
+            owner="--act_precision" if options.act_precision is not None else "--use_qdq_format",
+        )
+    if options.latency_budget is not None:
+        raise WorkflowConfigError(
+            f"'{name}' is a decoder: olive optimize chooses the smallest int4 model that keeps --keep, and no "
+            "latency budget; leave --latency-budget out",
+            owner="--latency-budget",
+        )
+    if options.fusion:
+        raise WorkflowConfigError(
+            "a decoder's attention is fused by onnxruntime-genai's builder (GroupQueryAttention); leave --fusion out",
+            owner="--fusion",
+        )
+    others = [str(k) for k in options.keeps if not k.generative]
+    if others:
+        raise WorkflowConfigError(
+            f"{', '.join(others)}: '{name}' is a decoder, which keeps what it says on text: perplexity (e.g. "
+            "perplexity<=1.02x, within 2% of the float model), top1_agreement (e.g. top1_agreement>=0.98) or "
+            "next_token_kl",
+            owner="--keep",
+        )
+    if data.kind == "npz":
+        raise WorkflowConfigError(
+            f"a decoder is fitted and judged on text; give a text file ({', '.join(TEXT_SUFFIXES)}), not an .npz",
+            owner="--data",
+        )
+    if data.synthetic and options.keeps:
+        raise WorkflowConfigError(
+            f"{', '.join(str(k) for k in options.keeps)} is measured on text; give --data FILE (.txt one sample per "
+            "line, or .jsonl)",
+            owner="--keep",
+        )
+
+
+def _decoder_window(facts: ModelFacts, options: OptimizeOptions) -> int:
+    limit = facts.max_sequence_length
+    window = options.max_length or DECODER_WINDOW
+    if limit and window > limit:
+        if options.max_length is not None:
+            raise WorkflowConfigError(
+                f"{window} tokens, and '{facts.path.name}' takes at most {limit}; give --max-length {limit} or less",
+                owner="--max-length",
+            )
+        window = limit
+    return window
+
+
+def _guard_pass(keeps: tuple[Keep, ...], block: int, window: int, notes: list[str]) -> dict[str, Any]:
+    """``OnnxGuardedInt4`` aimed at the first keep it can aim at (perplexity as a ratio, or top-1 agreement), its
+    goal searched from the keep towards the float model."""
+    aim = next((k for k in keeps if _GUARD_GOALS.get(k.metric) and (k.relative or k.metric != "perplexity")), None)
+    if aim is None:
+        aim = DECODER_KEEPS[0]
+        notes.append(f"the int4 guard aims at {aim} (it aims at perplexity<=Nx or top1_agreement, and neither is kept)")
+    goals = list(dict.fromkeys(round(aim.threshold + (1.0 - aim.threshold) * s, 6) for s in DECODER_GOAL_STEPS))
+    return {
+        "type": GUARDED_INT4,
+        "data_config": DATA_NAME,
+        "goal_metric": _GUARD_GOALS[aim.metric],
+        "goal_value": {"olive_parameter_type": "SearchParameter", "type": "Categorical", "support": goals},
+        "block_size": block,
+        "window": window,
+        "max_windows": DECODER_MAX_WINDOWS,
+    }
+
+
+def _decoder_metrics(keeps: tuple[Keep, ...], judged: str | None, window: int) -> list[dict[str, Any]]:
+    """Decode speed first (the objective), then what is kept (goals), then size; on the judging text, or on seeded
+    random token ids without text (``judged`` None)."""
+    data_ref: dict[str, Any] = {"data_config": judged} if judged else {}
+    synthetic = {} if judged else {"synthetic": True}
+    windows = {"window": window, "max_windows": DECODER_MAX_WINDOWS, **synthetic}
+    kept = {k.metric: k for k in keeps}
+    priority = 2
+
+    def sub(name: str) -> dict[str, Any]:
+        nonlocal priority
+        entry: dict[str, Any] = {"name": name}
+        if name in kept:
+            entry.update(priority=priority, goal=kept[name].goal())
+            priority += 1
+        return entry
+
+    names = ["top1_agreement"] if not judged else ["perplexity", "top1_agreement"]
+    if "next_token_kl" in kept:
+        names.append("next_token_kl")
+    metrics: list[dict[str, Any]] = [
+        {
+            "name": "speed",
+            "type": "decode_tokens_per_s",
+            **data_ref,
+            "sub_types": [{"name": "ratio_decode_tokens_per_s", "priority": 1}, {"name": "decode_tokens_per_s"}],
+            "user_config": {**DECODE_SETTINGS, **synthetic},
+        }
+    ]
+    metrics += [
+        {"name": name, "type": name, **data_ref, "sub_types": [sub(name)], "user_config": dict(windows)}
+        for name in names
+    ]
+    metrics.append({"name": "size", "type": "size_on_disk", "sub_types": [{"name": "bytes", "priority": priority}]})
+    return metrics
 
 
 # --------------------------------------------------------------------------------------------- model, target

@@ -2,7 +2,8 @@
 
 Values come from the run's footprint: latency as the ratio of the candidate's median to the input model's, the
 two timed in alternating rounds (``latency-ratio_p50``), size on disk, and agreement with the input model on
-the data (``agreement-*``).
+the data (``agreement-*``). A decoder's figures are against its float build: decode tokens/s as a paired ratio
+(``speed-ratio_decode_tokens_per_s``), size, perplexity and next-token agreement on the judging text.
 """
 
 from __future__ import annotations
@@ -17,7 +18,17 @@ if TYPE_CHECKING:
     from olive.engine.footprint import FootprintNode
     from olive.engine.output import WorkflowOutput
 
-__all__ = ["RATIO_KEY", "SIZE_KEY", "closest_miss", "comparison_lines", "fit_figures", "search_cut_short"]
+__all__ = [
+    "DECODE_RATIO_KEY",
+    "RATIO_KEY",
+    "SIZE_KEY",
+    "closest_miss",
+    "comparison_lines",
+    "decoder_lines",
+    "decoder_miss",
+    "fit_figures",
+    "search_cut_short",
+]
 
 RATIO_KEY = "latency-ratio_p50"
 #: keeps on the worst sample, whose figure over n samples an unseen sample passes with probability 1 / (n + 1)
@@ -194,4 +205,117 @@ def search_cut_short(output: WorkflowOutput, search_size: int, max_time: float |
     return (
         f"--max-time {max_time:g} s stopped the search after {ran} of its {search_size} candidate(s); a larger "
         "--max-time runs the rest (finished runs come from the cache)"
+    )
+
+
+# --------------------------------------------------------------------------------------------- decoders
+#: a decoder's figures (olive optimize's metric names; olive-passes-genai's metric types)
+DECODE_RATIO_KEY = "speed-ratio_decode_tokens_per_s"
+_GUARD_ATTRIBUTE = "guarded_int4"
+
+
+def _decoder_key(keep_metric: str) -> str:
+    return f"{keep_metric}-{keep_metric}"
+
+
+def _decoder_value(metric: str, value: float) -> str:
+    return f"{value:.4f}" if metric in ("top1_agreement", "next_token_kl") else f"{value:.4g}"
+
+
+def decoder_lines(output: WorkflowOutput, keeps: tuple[Keep, ...], synthetic: bool = False) -> list[str]:
+    """A decoder's chosen model against the float build: decode tokens/s as the paired ratio, size, perplexity and
+    agreement on the judging text (or on random token ids, ``synthetic``), and what the int4 guard measured on the
+    text it fit on."""
+    best, base = output.best, _baseline(output)
+    if best is None or base is None:
+        return []
+    new, old = best.metric_values(), base.metric_values()
+    lines = [f"chosen: {_chain(output, best)} (against the float build, ModelBuilder fp32)"]
+    ratio = new.get(DECODE_RATIO_KEY)
+    if ratio is not None:
+        text = f"decode: {ratio:.2f}x the float model's tokens/s (the two timed in alternating rounds)"
+        if ratio < 1.0:
+            text += "; slower than the float model here"
+        lines.append(text)
+    if new.get(SIZE_KEY) is not None and old.get(SIZE_KEY):
+        lines.append(f"size: {_size(old[SIZE_KEY])} -> {_size(new[SIZE_KEY])} ({new[SIZE_KEY] / old[SIZE_KEY]:.2f}x)")
+    on = (
+        "on random token ids (no --data)"
+        if synthetic
+        else "on held-out text (the half of --data the guard did not fit on)"
+    )
+    kept = {k.metric: k for k in keeps}
+    perplexity, float_perplexity = new.get(_decoder_key("perplexity")), old.get(_decoder_key("perplexity"))
+    if perplexity is not None and float_perplexity:
+        ratio_text = f"{perplexity / float_perplexity:.4f}x the float model's"
+        text = f"perplexity: {float_perplexity:.4g} -> {perplexity:.4g} ({ratio_text}"
+        keep = kept.get("perplexity")
+        if keep is not None:
+            text += f"; keep {keep.op} {keep.value!r}{'x' if keep.relative else ''}"
+        lines.append(f"{text}) {on}")
+    for metric in ("top1_agreement", "next_token_kl"):
+        value = new.get(_decoder_key(metric))
+        if value is None:
+            continue
+        keep = kept.get(metric)
+        goal = f" (keep {keep.op} {keep.value!r})" if keep is not None else ""
+        lines.append(f"{metric}: {_decoder_value(metric, value)}{goal} {on}")
+    guard = _guard_facts(best)
+    if guard is not None:
+        lines.append(guard)
+    return lines
+
+
+def _guard_facts(node: FootprintNode) -> str | None:
+    attributes = ((node.model_json or {}).get("config") or {}).get("model_attributes") or {}
+    guard = attributes.get(_GUARD_ATTRIBUTE)
+    if not isinstance(guard, dict):
+        return None
+    goal = guard.get("goal") or {}
+    value, kept, total = guard.get("held_out_value"), guard.get("kept_at_8_bits"), guard.get("matmuls")
+    if not isinstance(value, int | float) or not isinstance(kept, list):
+        return None
+    op = ">=" if goal.get("metric") == "top1_agreement" else "<="
+    reached = "" if goal.get("held", True) else ", not reached with the most 8-bit MatMuls it may keep"
+    return (
+        f"the guard's own check on the text it fit on: {goal.get('metric')} {value:.4f} (its goal {op} "
+        f"{goal.get('value')}{reached}), {len(kept)} of {total} MatMuls kept at 8 bits"
+    )
+
+
+def decoder_miss(output: WorkflowOutput, keeps: tuple[Keep, ...]) -> str:
+    """Why no decoder was chosen: the candidate closest to the keeps, what it reached, and what to try."""
+    candidates = [n for n in output.get_output_models() if n.metrics]
+    base = _baseline(output)
+    if not candidates or base is None:
+        return f"{output.reason or 'no model was produced'}"
+    old = base.metric_values()
+
+    def shortfall(node: FootprintNode) -> float:
+        values, total = node.metric_values(), 0.0
+        for keep in keeps:
+            value = values.get(_decoder_key(keep.metric))
+            if value is None:
+                return float("inf")
+            bound = keep.threshold * (old.get(_decoder_key(keep.metric)) or 1.0) if keep.relative else keep.threshold
+            gap = bound - value if keep.higher_is_better else value - bound
+            total += max(gap, 0.0) / max(abs(bound), 1e-12)
+        return total
+
+    closest = min(candidates, key=shortfall)
+    values = closest.metric_values()
+    reached = []
+    for keep in keeps:
+        value = values.get(_decoder_key(keep.metric))
+        if value is None:
+            continue
+        if keep.relative and old.get(_decoder_key(keep.metric)):
+            reached.append(f"{keep.metric} {value / old[_decoder_key(keep.metric)]:.4f}x the float model's")
+        else:
+            reached.append(f"{keep.metric} {_decoder_value(keep.metric, value)}")
+    wanted = " and ".join(str(k) for k in keeps)
+    return (
+        f"no candidate keeps {wanted} on held-out text: the closest ({_chain(output, closest)}) reached "
+        f"{', '.join(reached) or 'no figure'}; loosen --keep, give more --data (the guard fits on half of it), or "
+        "try --precision int8"
     )
