@@ -91,7 +91,7 @@ def test_optimize_a_transformer_with_data_then_rerun_its_workflow_from_the_cache
     assert "Chosen model, against the input model:" in first.stdout
     for words in (
         "latency: ",
-        "x the input's median (the two timed in alternating rounds)",
+        "x the input's median (the two timed in alternating rounds, ±",
         "size: ",
         " MiB -> ",  # the table's unit
         "agreement with the input on 8 held-out sample(s): cosine_min ",

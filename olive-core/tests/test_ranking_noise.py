@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -130,25 +131,33 @@ def _copies_search(tmp_path: Path, name: str) -> dict:
     return with_evaluator(workflow, latency, agreement_metric(priority=2), data=data)
 
 
-def test_candidates_only_noise_separates_give_the_same_winner_every_run_and_say_so(tmp_path: Path):
+def test_candidates_only_noise_separates_tie_and_the_first_tried_wins_or_the_faster_wins_past_the_noise(
+    tmp_path: Path,
+):
     registry = make_registry()
     registry.register(LabelledCopy, name="LabelledCopy")
-    winners = []
-    for name in ("first", "second"):
-        with use_registry(registry):
-            output = olive.run(_copies_search(tmp_path, name))
-        first, second = (n for n in output.footprint if n.is_candidate)
+    with use_registry(registry):
+        output = olive.run(_copies_search(tmp_path, "run"))
+    first, second = (n for n in output.footprint if n.is_candidate)
+    ratio, spread = {}, {}
+    for node in (first, second):
         # Each timed against the input model in alternating rounds: a model's ratio to itself, with a spread.
-        for node in (first, second):
-            assert 0.5 < node.metric_values()["latency-ratio_p50"] < 2.0
-            assert node.metrics["latency-ratio_p50"]["noise"] > 0
-        # The copies tie (within 5%, or their measured spreads), so the first tried wins and the output says so,
-        # whichever copy the clock happened to favour.
-        assert output.best.model_id == first.model_id, output.tied_model_ids
-        assert output.tied_model_ids == [second.model_id]
-        footprint = json.loads((output.output_dir / "footprint.json").read_text())
-        assert footprint["tied_model_ids"] == [second.model_id]
-        note = load_report_data(output.output_dir).tie_note
+        ratio[node.model_id] = node.metric_values()["latency-ratio_p50"]
+        spread[node.model_id] = node.metrics["latency-ratio_p50"]["noise"]
+        assert 0.5 < ratio[node.model_id] < 2.0 and spread[node.model_id] > 0
+        assert node.metric_values()["agree-cosine_mean"] == pytest.approx(1.0, abs=1e-6)
+    faster = min(ratio, key=ratio.get)
+    allowed = max(0.05, math.hypot(*spread.values())) * ratio[faster]
+    footprint = json.loads((output.output_dir / "footprint.json").read_text())
+    note = load_report_data(output.output_dir).tie_note
+    if abs(ratio[first.model_id] - ratio[second.model_id]) <= allowed:
+        # The usual case: the copies tie on latency and on agreement, so the first tried wins, whichever copy the
+        # clock favoured, and the output says so.
+        assert output.best.model_id == first.model_id
+        assert output.tied_model_ids == footprint["tied_model_ids"] == [second.model_id]
         assert note is not None and "chosen as the first tried" in note and second.model_id in note
-        winners.append(output.best.config["label"])
-    assert winners == [0, 0]
+    else:
+        # Between two evaluations a loaded machine can drift past the rounds' own spread: then the faster wins,
+        # and nothing claims a tie.
+        assert output.best.model_id == faster
+        assert output.tied_model_ids == footprint["tied_model_ids"] == [] and note is None

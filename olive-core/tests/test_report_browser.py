@@ -148,7 +148,11 @@ def test_the_comparison_uses_the_paired_ratio_worded_as_olive_optimize_prints_it
     ratio = data.best["metrics"]["latency-ratio_p50"]["value"]
     page = (out_dir / REPORT_FILE).read_text(encoding="utf-8")
     summary = _Text(page.split('<div class="summary">', 1)[1].split("</div>", 1)[0]).text
-    assert f"latency-ratio_p50: {ratio:.2f}x the input's median (the two timed in alternating rounds)" in summary
+    spread = data.best["metrics"]["latency-ratio_p50"]["noise"]
+    assert (
+        f"latency-ratio_p50: {ratio:.2f}x the input's median (the two timed in alternating rounds, "
+        f"±{spread * 100:.0f}% between rounds)"
+    ) in summary
     # Never the "1 → 0.83 (1.21x lower)" of a ratio compared with the baseline's 1, nor a p50 arrow.
     assert not re.search(r"latency-ratio_p50: 1 →", summary), summary
     assert "latency-p50" not in summary

@@ -229,7 +229,7 @@ def metric_value(node: Any, key: str) -> float | None:
 
 def _comparison(output: Any) -> list[str]:
     """One line per objective: the chosen model against the input model."""
-    from olive.report.table import format_value, unit_of
+    from olive.report.table import format_value, spread_words, unit_of
 
     best, base = output.best, output.footprint[0] if output.footprint else None
     lines: list[str] = []
@@ -248,8 +248,7 @@ def _comparison(output: Any) -> list[str]:
                 words = f"{speedup:.2f}x faster" if speedup >= 1 else f"{1 / speedup:.2f}x slower"
                 # Only the ratio: the two models' own p50s were timed apart, under other load, and an arrow between
                 # them could contradict it (report.html says the same).
-                spread = ((best.metrics or {}).get(key) or {}).get("noise") if isinstance(best.metrics, dict) else None
-                within = f", ±{spread * 100:.0f}% between rounds" if isinstance(spread, float) and spread > 0 else ""
+                within = spread_words(best.to_json(), key)
                 lines.append(f"{key}: {format_value(new)} ({words}, timed alternately with the input model{within})")
             continue
         if old is None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from olive.engine.results import Status
 from olive.optimize.keep import Keep
+from olive.report.table import spread_words
 
 if TYPE_CHECKING:
     from olive.engine.footprint import FootprintNode
@@ -79,10 +80,17 @@ def comparison_lines(output: WorkflowOutput, keeps: tuple[Keep, ...], synthetic:
     if ratio is not None:
         # Only the paired ratio: the two models' own p50s were timed at different moments, under different load,
         # and side by side they can even contradict it.
-        text = f"latency: {ratio:.2f}x the input's median (the two timed in alternating rounds)"
+        within = spread_words(best.to_json(), RATIO_KEY)
+        text = f"latency: {ratio:.2f}x the input's median (the two timed in alternating rounds{within})"
         if ratio > 1.0:
             text += "; no candidate ran faster than the input model (keep it if speed is what you need)"
         lines.append(text)
+    if output.tied_model_ids:
+        # The ranking could not tell these apart from the winner: say that the order tried chose it.
+        lines.append(
+            f"tie: {len(output.tied_model_ids)} other candidate(s) measured the same within tolerance and timing "
+            "noise; the first tried was chosen, so a rerun chooses it again"
+        )
     if new.get(SIZE_KEY) is not None and old.get(SIZE_KEY):
         lines.append(f"size: {_size(old[SIZE_KEY])} -> {_size(new[SIZE_KEY])} ({new[SIZE_KEY] / old[SIZE_KEY]:.2f}x)")
     kept = []

@@ -36,7 +36,7 @@ from olive.report.data import (
     report_data_from_footprint,
     report_data_from_output,
 )
-from olive.report.table import is_paired_ratio, is_timed_apart
+from olive.report.table import is_paired_ratio, is_timed_apart, spread_words
 
 REPORT_FILE = "report.html"
 
@@ -157,7 +157,9 @@ def _comparison(data: ReportData) -> str:
         if new is None:
             continue
         if is_paired_ratio(key):
-            text = f"{new:.2f}x {whose} {_statistic(key)} (the two timed in alternating rounds)"
+            text = (
+                f"{new:.2f}x {whose} {_statistic(key)} (the two timed in alternating rounds{spread_words(best, key)})"
+            )
         elif old is None:
             continue
         else:

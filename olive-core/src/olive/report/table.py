@@ -74,6 +74,15 @@ def metric_value(node: Mapping[str, Any], key: str) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+def spread_words(node: Mapping[str, Any], key: str) -> str:
+    """``", ±N% between rounds"`` for a value whose spread was measured (paired ratios), else ``""``."""
+    entry = (node.get("metrics") or {}).get(key)
+    spread = entry.get("noise") if isinstance(entry, Mapping) else None
+    if not isinstance(spread, int | float) or isinstance(spread, bool) or not spread > 0:
+        return ""
+    return f", ±{spread * 100:.0f}% between rounds"
+
+
 def header_parts(key: str, higher_is_better: bool | None) -> tuple[str, str, str]:
     """A metric column's header: its name, its sub type, and its unit with a direction arrow."""
     metric, _, sub = key.rpartition("-")
