@@ -15,7 +15,7 @@ import attrs
 from olive.cache.location import default_cache_dir
 from olive.cache.size import SizeLimit, workflow_limit
 from olive.config.fields import path_field, typed, whole
-from olive.config.structure import converter, structure
+from olive.config.structure import structure
 from olive.config_errors import config_error, expect
 
 
@@ -54,9 +54,6 @@ class EngineConfig:
     plot_pareto_frontier: bool = attrs.field(default=False, validator=typed(bool, "true or false"))
     no_artifacts: bool = attrs.field(default=False, validator=typed(bool, "true or false"))
 
-
-# The converter on the field reads the size: the value reaches it as the file gives it.
-converter.register_structure_hook(SizeLimit | None, lambda value, _: value)
 
 SECTIONS = (CacheConfig, EngineConfig)
 ENGINE_KEYS = tuple(field.name for section in SECTIONS for field in attrs.fields(section))

@@ -54,11 +54,15 @@ def one_of(names: Iterable[str] | Callable[[], Iterable[str]], *, optional: bool
     return _rule(lambda value, name: choice(value, names() if callable(names) else names, name), optional)
 
 
-def path_field(*, must_exist: bool = False, kind: str | None = None, words: str = "a path string") -> attrs.Converter:
+def path_field(
+    *, must_exist: bool = False, kind: str | None = None, words: str = "a path string", empty_is_none: bool = False
+) -> attrs.Converter:
     """A converter to an absolute path, relative ones starting at the workflow file's folder (None, and a
-    ``Path`` a default made, stay as they are)."""
+    ``Path`` a default made, stay as they are; with ``empty_is_none`` so does an empty value)."""
 
     def convert(value: Any, field: attrs.Attribute[Any]) -> Any:
+        if empty_is_none and not value:
+            return None
         if value is None or isinstance(value, Path):
             return value
         expect(value, str, field.name, words)

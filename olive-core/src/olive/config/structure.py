@@ -26,8 +26,10 @@ from olive.exceptions import WorkflowConfigError
 T = TypeVar("T")
 
 converter = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
-for _plain in (str, int, float, bool, Any, Path):
-    # Values reach the field unchanged: its validator says what was expected and what was given.
+# Only sections (attrs classes) are walked; every other value reaches its field as the file gives it, and the
+# field's own rule says what was expected and what was given.
+converter.register_structure_hook_func(lambda cls: not attrs.has(cls), lambda value, _: value)
+for _plain in (str, int, float, bool, Path):  # cattrs' own hooks for these would convert ("3" -> 3)
     converter.register_structure_hook(_plain, lambda value, _: value)
 
 # Where relative paths start while a workflow is structured (the workflow file's folder).

@@ -20,6 +20,7 @@ from olive.config.evaluator import (
     EVALUATOR_TYPES,
     OLIVE_ONLY_EVALUATORS,
     EvaluatorConfig,
+    EvaluatorSpec,
 )
 from olive.config.input_model import InputModelConfig
 from olive.config.passes import PASS_RESERVED_KEYS, PassSpec
@@ -357,50 +358,19 @@ class _Parser:
 
     def evaluator(self, name: str, spec: Any, path: str, data_names: set[str]) -> EvaluatorConfig:
         expect(spec, dict, path, 'an object like {"metrics": [...]}')
-        check_keys(spec, ("name", "type", "type_args", "metrics", "user_script", "script_dir"), path)
-        kind = spec.get("type")
-        if kind is not None:
-            expect(kind, str, f"{path}.type", "an evaluator type name")
-            if kind.lower() not in EVALUATOR_TYPES:
-                known = OLIVE_ONLY_EVALUATORS.get(kind.lower())
-                reason = (
-                    f"{kind!r} is Microsoft Olive's evaluator for {known}, which no distribution here provides"
-                    if known
-                    else f"unknown evaluator type {kind!r}{closest_match_hint(kind, ACCEPTED_EVALUATOR_NAMES)}"
-                )
-                raise config_error(
-                    f"{path}.type",
-                    f"{reason}; use {' or '.join(repr(n) for n in ACCEPTED_EVALUATOR_NAMES)} (onnxruntime with "
-                    "Olive's metrics) or leave it out",
-                )
-        if spec.get("type_args"):
-            expect(spec["type_args"], dict, f"{path}.type_args", "an object")
+        with relative_to(self.base_dir):
+            given = structure(spec, EvaluatorSpec, path)
+        if given.type_args:
             self.ignored.append(f"{path}.type_args")
-        metrics_given = spec.get("metrics")
-        for index, metric in enumerate(metrics_given if isinstance(metrics_given, list) else []):
-            if isinstance(metric, dict):
-                self.note_ignored_metric_keys(metric, f"{path}.metrics[{index}]")
-        if "metrics" not in spec:
-            raise config_error(
-                f"{path}.metrics",
-                'missing; add e.g. [{"name": "latency", "type": "latency", "sub_types": [{"name": "avg"}]}]',
-            )
-        metrics_raw = expect(spec["metrics"], list, f"{path}.metrics", "a list of metrics")
-        if not metrics_raw:
-            raise config_error(f"{path}.metrics", "empty; an evaluator needs at least one metric")
-        for i, metric in enumerate(metrics_raw):
-            expect(metric, dict, f"{path}.metrics[{i}]", "a metric object")
+        for index, metric in enumerate(given.metrics):
+            self.note_ignored_metric_keys(metric, f"{path}.metrics[{index}]")
         try:
-            metrics = parse_metrics(metrics_raw, f"{path}.metrics", data_names, self.base_dir)
+            metrics = parse_metrics(given.metrics, f"{path}.metrics", data_names, self.base_dir)
         except WorkflowConfigError:
             raise
         except Exception as exc:  # an unexpected shape still gets one line with the path
             raise config_error(f"{path}.metrics", f"invalid metrics ({type(exc).__name__}: {exc})") from exc
-        user_script = (
-            self.path_value(spec["user_script"], f"{path}.user_script", True) if spec.get("user_script") else None
-        )
-        script_dir = self.path_value(spec["script_dir"], f"{path}.script_dir", True) if spec.get("script_dir") else None
-        return EvaluatorConfig(name=name, metrics=metrics, user_script=user_script, script_dir=script_dir)
+        return EvaluatorConfig(name=name, metrics=metrics, user_script=given.user_script, script_dir=given.script_dir)
 
     def evaluator_ref(
         self, value: Any, evaluators: dict[str, EvaluatorConfig], data_names: set[str]
