@@ -9,13 +9,11 @@ import attrs
 
 from olive.config.fields import one_of, real, typed, whole
 from olive.config.structure import converter, structure_fields, valid_keys
-from olive.config_errors import check_keys, choice, config_error, expect, json_path, whole_number
+from olive.config_errors import SEED_MAX, check_keys, choice, config_error, expect, json_path, whole_number
 from olive.search.samplers import BUILTIN_SAMPLERS
 
 logger = logging.getLogger(__name__)
 
-# Seeds go to numpy and optuna, which take 32-bit unsigned seeds.
-SEED_MAX = 2**32 - 1
 # Workers and trials in flight: beyond these a machine runs out of processes before the search does.
 MAX_WORKERS = 1024
 MAX_PENDING = 100_000

@@ -26,7 +26,16 @@ from typing import Any
 
 import attrs
 
-from olive.config_errors import check_keys, choice, config_error, expect, input_specs, user_path, whole_number
+from olive.config_errors import (
+    SEED_MAX,
+    check_keys,
+    choice,
+    config_error,
+    expect,
+    input_specs,
+    user_path,
+    whole_number,
+)
 from olive.data.components import BUILTINS, normalize_batch
 from olive.data.containers import container_registry, find_container, unknown_container_reason
 from olive.data.feeds import FeedReader
@@ -82,7 +91,6 @@ _TOP_KEYS = ("name", "type", "user_script", "script_dir", "split", *COMPONENT_FI
 # Bounds of the built-in components' numbers: past them a typo only exhausts memory or time.
 MAX_BATCH_SIZE = 1_000_000
 MAX_DUMMY_SAMPLES = 100_000
-SEED_MAX = 2**32 - 1
 
 
 @attrs.frozen

@@ -15,23 +15,10 @@ from typing import Any
 import attrs
 
 from olive.config.engine import ENGINE_KEYS, engine_settings
-from olive.config.evaluator import (
-    ACCEPTED_EVALUATOR_NAMES,
-    EVALUATOR_TYPES,
-    OLIVE_ONLY_EVALUATORS,
-    EvaluatorConfig,
-    EvaluatorSpec,
-)
+from olive.config.evaluator import EvaluatorConfig, EvaluatorSpec
 from olive.config.input_model import InputModelConfig
 from olive.config.passes import PASS_RESERVED_KEYS, PassSpec
-from olive.config.search import (
-    EXECUTION_ORDERS,
-    EXECUTOR_TYPES,
-    SAMPLERS,
-    SEED_MAX,
-    ExecutorConfig,
-    SearchStrategyConfig,
-)
+from olive.config.search import ExecutorConfig, SearchStrategyConfig
 from olive.config.structure import relative_to, structure
 from olive.config.systems import AcceleratorConfig, SystemConfig, system_config
 from olive.config.workflow import WorkflowConfig
@@ -55,18 +42,8 @@ from olive.measure.sessions import check_inference_settings
 from olive.model.types import handler_from_config
 from olive.paths import UnusablePath, resolve_user_path
 
-# Names other modules (and older code) import from here.
+# The config classes' old home: other modules import them from here too.
 __all__ = [
-    "ACCEPTED_EVALUATOR_NAMES",
-    "ENGINE_KEYS",
-    "EVALUATOR_TYPES",
-    "EXECUTION_ORDERS",
-    "EXECUTOR_TYPES",
-    "OLIVE_ONLY_EVALUATORS",
-    "PASS_RESERVED_KEYS",
-    "SAMPLERS",
-    "SEED_MAX",
-    "TOP_LEVEL_KEYS",
     "AcceleratorConfig",
     "EvaluatorConfig",
     "ExecutorConfig",
