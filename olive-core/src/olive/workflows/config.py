@@ -14,10 +14,11 @@ from typing import Any
 
 import attrs
 
+from olive.config.data import named_data_configs
 from olive.config.engine import ENGINE_KEYS, engine_settings
 from olive.config.evaluator import EvaluatorConfig, EvaluatorSpec
 from olive.config.input_model import InputModelConfig
-from olive.config.passes import PASS_RESERVED_KEYS, PassSpec
+from olive.config.passes import PassSpec, pass_entries
 from olive.config.search import ExecutorConfig, SearchStrategyConfig
 from olive.config.structure import relative_to, structure
 from olive.config.systems import AcceleratorConfig, SystemConfig, system_config
@@ -35,7 +36,6 @@ from olive.config_errors import (
     type_name,
     user_path,
 )
-from olive.data.config import DataConfig
 from olive.evaluator.metric import parse_metrics
 from olive.exceptions import ModelLoadError, WorkflowConfigError, closest_match_hint
 from olive.measure.sessions import check_inference_settings
@@ -174,7 +174,7 @@ class _Parser:
         kwargs.update(self.evaluation(flat))
         if "passes" not in flat:
             raise config_error("passes", 'missing; add e.g. {"quantize": {"type": "OnnxDynamicQuantization"}}')
-        kwargs["passes"] = self.passes(flat["passes"], kwargs["data_configs"])
+        kwargs["passes"] = pass_entries(flat["passes"], kwargs["data_configs"], self.base_dir)
         if flat.get("search_strategy") not in (None, False):
             kwargs["search_strategy"] = self.search_strategy(flat["search_strategy"])
         if flat.get("plot_pareto_frontier"):
@@ -231,7 +231,7 @@ class _Parser:
         return result
 
     def evaluation(self, flat: dict[str, Any]) -> dict[str, Any]:
-        data_configs = self.data_configs(flat.get("data_configs", []))
+        data_configs = named_data_configs(flat.get("data_configs", []), self.base_dir)
         evaluators = self.evaluators(flat.get("evaluators", {}), set(data_configs))
         result: dict[str, Any] = {"data_configs": data_configs, "evaluators": evaluators}
         if flat.get("evaluator") is not None:
@@ -301,32 +301,6 @@ class _Parser:
             )
         return systems[value]
 
-    def data_configs(self, value: Any) -> dict[str, Any]:
-        if isinstance(value, dict):  # older files map names to configs
-            items = [
-                ({"name": name, **spec} if isinstance(spec, dict) else spec, f"data_configs.{name}")
-                for name, spec in value.items()
-            ]
-        else:
-            expect(value, list, "data_configs", "a list of data configs")
-            items = [(spec, f"data_configs[{i}]") for i, spec in enumerate(value)]
-        result: dict[str, Any] = {}
-        for spec, path in items:
-            expect(spec, dict, path, 'an object like {"name": "calib", "type": "NpzDataContainer", ...}')
-            if "name" not in spec:
-                raise config_error(f"{path}.name", "missing; every data config needs a name to refer to it by")
-            expect(spec["name"], str, f"{path}.name", "a string")
-            if spec["name"] in result:
-                raise config_error(f"{path}.name", f"duplicate data config name '{spec['name']}'; names must be unique")
-            try:
-                config = DataConfig.from_json(spec, json_path=path, base_dir=self.base_dir)
-            except WorkflowConfigError:
-                raise
-            except Exception as exc:  # a bug or an unexpected shape: still one line with the path
-                raise config_error(path, f"invalid data config ({type(exc).__name__}: {exc})") from exc
-            result[spec["name"]] = config
-        return result
-
     def evaluators(self, value: Any, data_names: set[str]) -> dict[str, EvaluatorConfig]:
         expect(value, dict, "evaluators", "an object mapping evaluator names to evaluators")
         return {
@@ -362,75 +336,3 @@ class _Parser:
                 f"defined evaluators: {', '.join(evaluators) or '(none)'}",
             )
         return evaluators[value]
-
-    def passes(self, value: Any, data_configs: dict[str, Any]) -> dict[str, list[PassSpec]]:
-        expect(value, dict, "passes", "an object mapping pass names to pass configs")
-        if not value:
-            raise config_error(
-                "passes", 'empty; add at least one pass, e.g. {"quantize": {"type": "OnnxDynamicQuantization"}}'
-            )
-        result: dict[str, list[PassSpec]] = {}
-        for key, spec in value.items():
-            path = json_path("passes", key)
-            if isinstance(spec, list):
-                if not spec:
-                    raise config_error(path, "empty list; give a pass config or a list of alternative configs")
-                result[key] = [self.pass_spec(key, item, f"{path}[{i}]", data_configs) for i, item in enumerate(spec)]
-            else:
-                result[key] = [self.pass_spec(key, spec, path, data_configs)]
-        return result
-
-    def pass_spec(self, key: str, spec: Any, path: str, data_configs: dict[str, Any]) -> PassSpec:
-        expect(spec, dict, path, 'an object like {"type": "PassName", ...params}')
-        if "type" not in spec:
-            raise config_error(f"{path}.type", "missing; name the pass (see `olive passes`)")
-        kind = expect(spec["type"], str, f"{path}.type", "a pass name string")
-        if not kind.strip():
-            raise config_error(f"{path}.type", "empty; name the pass (see `olive passes`)")
-        params = {k: v for k, v in spec.items() if k not in PASS_RESERVED_KEYS}
-        params_path = path
-        if "config" in spec and spec["config"] is not None:
-            nested = expect(spec["config"], dict, f"{path}.config", "an object of pass params")
-            for name in nested:
-                if name in params:
-                    raise config_error(f"{path}.config.{name}", f"also given directly under {path}; keep one")
-            params.update(nested)
-            params_path = f"{path}.config"
-        for name in params:
-            if not isinstance(name, str):
-                raise config_error(params_path, f"param name {name!r} is not a string")
-        if "data_config" in params and isinstance(params["data_config"], str):
-            ref = params["data_config"]
-            if ref in data_configs:
-                params["data_config"] = data_configs[ref]
-            elif ref.endswith(".npz"):
-                params["data_config"] = str(
-                    self.path_value(ref, f"{params_path}.data_config", must_exist=True, kind="file")
-                )
-            else:
-                raise config_error(
-                    f"{params_path}.data_config",
-                    f"no data config named '{ref}'"
-                    f"{closest_match_hint(ref, data_configs)}; defined: {', '.join(data_configs) or '(none)'}",
-                )
-        elif isinstance(params.get("data_config"), dict):
-            params["data_config"] = DataConfig.from_json(
-                {"name": f"{key}_data", **params["data_config"]},
-                json_path=f"{params_path}.data_config",
-                base_dir=self.base_dir,
-            )
-        disable = expect(spec.get("disable_search", False), bool, f"{path}.disable_search", "true or false")
-        user_script = (
-            self.path_value(spec["user_script"], f"{path}.user_script", True) if spec.get("user_script") else None
-        )
-        script_dir = self.path_value(spec["script_dir"], f"{path}.script_dir", True) if spec.get("script_dir") else None
-        return PassSpec(
-            key=key,
-            type=kind.strip(),
-            params=params,
-            json_path=path,
-            params_path=params_path,
-            user_script=user_script,
-            script_dir=script_dir,
-            disable_search=disable,
-        )
