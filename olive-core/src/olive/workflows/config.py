@@ -18,8 +18,10 @@ from olive.config.data import named_data_configs
 from olive.config.engine import ENGINE_KEYS, engine_settings
 from olive.config.evaluator import EvaluatorConfig, EvaluatorSpec
 from olive.config.input_model import InputModelConfig
-from olive.config.passes import PassSpec, pass_entries
-from olive.config.search import ExecutorConfig, SearchStrategyConfig
+from olive.config.passes import PassSpec as PassSpec  # re-exported: the classes' old home
+from olive.config.passes import pass_entries
+from olive.config.search import ExecutorConfig as ExecutorConfig  # re-exported: the classes' old home
+from olive.config.search import SearchStrategyConfig
 from olive.config.structure import relative_to, structure
 from olive.config.systems import AcceleratorConfig, SystemConfig, system_config
 from olive.config.workflow import WorkflowConfig
@@ -41,20 +43,6 @@ from olive.exceptions import ModelLoadError, WorkflowConfigError, closest_match_
 from olive.measure.sessions import check_inference_settings
 from olive.model.types import handler_from_config
 from olive.paths import UnusablePath, resolve_user_path
-
-# The config classes' old home: other modules import them from here too.
-__all__ = [
-    "AcceleratorConfig",
-    "EvaluatorConfig",
-    "ExecutorConfig",
-    "InputModelConfig",
-    "PassSpec",
-    "SearchStrategyConfig",
-    "SystemConfig",
-    "WorkflowConfig",
-    "load_workflow_config",
-    "read_config_file",
-]
 
 logger = logging.getLogger(__name__)
 
