@@ -41,6 +41,8 @@ MAX_DEPTH = 64
 MAX_VALUES = 200_000
 # Integers a config holds are counts, sizes and seeds; beyond 64 bits they overflow every library they reach.
 MAX_INTEGER = 2**63 - 1
+# Seeds go to numpy and optuna, which take 32-bit unsigned seeds.
+SEED_MAX = 2**32 - 1
 
 
 def printable(text: object) -> str:

@@ -21,7 +21,7 @@ from olive.exceptions import OliveError, WorkflowConfigError
 from olive.model.handler import ONNXModelHandler
 
 if TYPE_CHECKING:
-    from olive.workflows.config import WorkflowConfig
+    from olive.config import WorkflowConfig
 
 NPZ_CONTAINER = "NpzDataContainer"
 

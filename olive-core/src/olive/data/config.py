@@ -26,7 +26,16 @@ from typing import Any
 
 import attrs
 
-from olive.config_errors import check_keys, choice, config_error, expect, input_specs, user_path, whole_number
+from olive.config_errors import (
+    SEED_MAX,
+    check_keys,
+    choice,
+    config_error,
+    expect,
+    input_specs,
+    user_path,
+    whole_number,
+)
 from olive.data.components import BUILTINS, normalize_batch
 from olive.data.containers import container_registry, find_container, unknown_container_reason
 from olive.data.feeds import FeedReader
@@ -82,7 +91,6 @@ _TOP_KEYS = ("name", "type", "user_script", "script_dir", "split", *COMPONENT_FI
 # Bounds of the built-in components' numbers: past them a typo only exhausts memory or time.
 MAX_BATCH_SIZE = 1_000_000
 MAX_DUMMY_SAMPLES = 100_000
-SEED_MAX = 2**32 - 1
 
 
 @attrs.frozen
@@ -168,32 +176,8 @@ class DataConfig:
         if not isinstance(name, str) or not name:
             raise config_error(f"{json_path}.name", "every data config needs a name (a non-empty string)")
         kind = data.get("type", "DataContainer")
-        container = None
-        if kind not in CONTAINER_DEFAULTS:
-            try:
-                container = find_container(str(kind))
-            except PluginLoadError as exc:
-                raise WorkflowConfigError(exc.reason, owner=f"{json_path}.type") from exc
-            reason = unknown_container_reason(str(kind)) if container is None else None
-            if reason is not None:
-                raise WorkflowConfigError(reason, owner=f"{json_path}.type")
-        if container is None:
-            if kind in _UNSUPPORTED_CONTAINERS:
-                raise config_error(
-                    f"{json_path}.type",
-                    f"'{kind}' is not available in this version of Olive; save the data as an NpzDataContainer (.npz "
-                    "keyed by input name) or load it with a DataContainer and a user_script",
-                )
-            choice(kind, [*CONTAINER_DEFAULTS, *container_registry().names()], f"{json_path}.type", "data container")
-        script_dir = data.get("script_dir")
-        if script_dir is not None:
-            script_dir = str(user_path(script_dir, f"{json_path}.script_dir", base_dir, must_exist=True, kind="folder"))
-        user_script = data.get("user_script")
-        if user_script is not None:
-            # A user script is looked for in script_dir when one is given, as Olive does.
-            user_script = str(
-                user_path(user_script, f"{json_path}.user_script", script_dir or base_dir, must_exist=True, kind="file")
-            )
+        container = _container_for(kind, json_path)
+        user_script, script_dir = _scripts(data, json_path, base_dir)
         components = {}
         for field in COMPONENT_FIELDS:
             where = f"{json_path}.{field}"
@@ -511,3 +495,39 @@ def _accepts(func: Callable[..., Any], name: str) -> bool:
     except (TypeError, ValueError):
         return False
     return name in params
+
+
+def _container_for(kind: Any, json_path: str) -> Any:
+    """The plugin container ``type`` names (None for a built-in one); an unknown type is a config error."""
+    container = None
+    if kind not in CONTAINER_DEFAULTS:
+        try:
+            container = find_container(str(kind))
+        except PluginLoadError as exc:
+            raise WorkflowConfigError(exc.reason, owner=f"{json_path}.type") from exc
+        reason = unknown_container_reason(str(kind)) if container is None else None
+        if reason is not None:
+            raise WorkflowConfigError(reason, owner=f"{json_path}.type")
+    if container is None:
+        if kind in _UNSUPPORTED_CONTAINERS:
+            raise config_error(
+                f"{json_path}.type",
+                f"'{kind}' is not available in this version of Olive; save the data as an NpzDataContainer (.npz "
+                "keyed by input name) or load it with a DataContainer and a user_script",
+            )
+        choice(kind, [*CONTAINER_DEFAULTS, *container_registry().names()], f"{json_path}.type", "data container")
+    return container
+
+
+def _scripts(data: Mapping[str, Any], json_path: str, base_dir: str | Path | None) -> tuple[str | None, str | None]:
+    """The data config's ``user_script`` and ``script_dir``, as absolute paths that exist."""
+    script_dir = data.get("script_dir")
+    if script_dir is not None:
+        script_dir = str(user_path(script_dir, f"{json_path}.script_dir", base_dir, must_exist=True, kind="folder"))
+    user_script = data.get("user_script")
+    if user_script is not None:
+        # A user script is looked for in script_dir when one is given, as Olive does.
+        user_script = str(
+            user_path(user_script, f"{json_path}.user_script", script_dir or base_dir, must_exist=True, kind="file")
+        )
+    return user_script, script_dir

@@ -34,10 +34,10 @@ from olive.search.search_parameter import Categorical
 from olive.search.search_space import JointSearchSpace, SearchSpace
 
 if TYPE_CHECKING:
+    from olive.config import WorkflowConfig
     from olive.engine.evaluation import ModelEvaluator
     from olive.engine.plan import PassPlan
     from olive.hardware.accelerator import AcceleratorSpec
-    from olive.workflows.config import WorkflowConfig
 
 logger = logging.getLogger(__name__)
 
@@ -49,19 +49,18 @@ class Engine:
         self,
         workflow: WorkflowConfig,
         plans: list[PassPlan],
-        accelerator: AcceleratorSpec,
-        execution_providers: list[str],
+        targets: list[AcceleratorSpec],
         cache: CacheStore,
         evaluator: ModelEvaluator | None,
         show_progress: bool = False,
-        targets: list[AcceleratorSpec] | None = None,
     ):
         self.workflow = workflow
         self.plans = plans
-        self.accelerator = accelerator
-        #: where candidates are evaluated; several make the target one more dimension of every search
-        self.targets = list(targets or [accelerator])
-        self.execution_providers = execution_providers
+        #: where candidates are evaluated; several make the target one more dimension of every search. Passes
+        #: are resolved, and the input model measured, on the first.
+        self.targets = list(targets)
+        self.accelerator = self.targets[0]
+        self.execution_providers = [self.accelerator.execution_provider]
         self.cache = cache
         self.evaluator = evaluator
         self.progress = SearchProgress(show_progress)

@@ -20,9 +20,9 @@ from olive.exceptions import OliveError
 from olive.hardware.accelerator import DEFAULT_CPU_ACCELERATOR
 
 if TYPE_CHECKING:
+    from olive.config import EvaluatorConfig, WorkflowConfig
     from olive.hardware.accelerator import AcceleratorSpec
     from olive.model.handler import OliveModelHandler
-    from olive.workflows.config import EvaluatorConfig, WorkflowConfig
 
 logger = logging.getLogger(__name__)
 

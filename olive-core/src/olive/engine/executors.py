@@ -40,7 +40,7 @@ from olive.exceptions import OliveError, WorkflowConfigError
 from olive.plugins.install_hints import install_line
 
 if TYPE_CHECKING:
-    from olive.workflows.config import ExecutorConfig
+    from olive.config import ExecutorConfig
 
 logger = logging.getLogger(__name__)
 

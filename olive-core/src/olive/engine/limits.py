@@ -6,7 +6,7 @@ import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from olive.workflows.config import SearchStrategyConfig
+    from olive.config import SearchStrategyConfig
 
 
 class SearchLimits:

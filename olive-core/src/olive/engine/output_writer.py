@@ -22,18 +22,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import olive
-from olive.exceptions import OliveError, WorkflowConfigError
+from olive.exceptions import OliveError
 from olive.execution_providers.deployment import deployment_lines
 from olive.execution_providers.registry import adapter_for
 from olive.measure.sessions import PROVIDER_KEYS
 from olive.model.handler import ONNXModelHandler
-from olive.paths import UnsafeName, inside, system_folder_reason
+from olive.paths import UnsafeName, inside
 from olive.report import write_report
 
 if TYPE_CHECKING:
+    from olive.config import WorkflowConfig
     from olive.engine.footprint import FootprintNode
     from olive.engine.output import WorkflowOutput
-    from olive.workflows.config import WorkflowConfig
 
 OutputWriter = Callable[["WorkflowOutput", "WorkflowConfig", Path], None]
 _WRITERS: list[OutputWriter] = []
@@ -68,19 +68,6 @@ def foreign_files(output_dir: Path, names: list[str] | tuple[str, ...]) -> list[
     """Those of ``names`` that exist in ``output_dir`` but that no run of ours wrote."""
     claimed = claimed_files(output_dir)
     return [name for name in names if os.path.normpath(name) not in claimed and os.path.lexists(output_dir / name)]
-
-
-def check_output_dir(output_dir: Path) -> None:
-    """Raise :class:`~olive.exceptions.WorkflowConfigError` when a run must not write into ``output_dir``:
-    a system or home folder, or one holding files of the standard names that the tool did not write."""
-    reason = system_folder_reason(output_dir)
-    if reason is not None:
-        raise WorkflowConfigError(
-            f"output_dir: '{output_dir}' cannot hold a run's outputs: {reason}; point output_dir at a folder of its "
-            "own (e.g. 'output')"
-        )
-    if output_dir.is_dir():
-        refuse_foreign(output_dir, foreign_files(output_dir, STANDARD_FILES), WorkflowConfigError)
 
 
 def refuse_foreign(output_dir: Path, foreign: list[str], error: type[Exception]) -> None:

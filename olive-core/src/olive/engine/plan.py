@@ -29,9 +29,9 @@ from olive.search.search_parameter import Categorical, SpecialParamValue
 from olive.search.search_space import SearchSpace
 
 if TYPE_CHECKING:
+    from olive.config import PassSpec, WorkflowConfig
     from olive.hardware.accelerator import AcceleratorSpec
     from olive.passes.olive_pass import BasePassConfig, Pass
-    from olive.workflows.config import PassSpec, WorkflowConfig
 
 _SPECIAL_STRINGS = ("DEFAULT_VALUE", "SEARCHABLE_VALUES", "OLIVE_IGNORED_PARAM_VALUE", "OLIVE_INVALID_PARAM_VALUE")
 

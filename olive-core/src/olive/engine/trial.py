@@ -35,10 +35,10 @@ from olive.model.handler import OliveModelHandler
 from olive.model.types import model_from_json
 
 if TYPE_CHECKING:
+    from olive.config import WorkflowConfig
     from olive.engine.plan import PassAlternative, PassPlan
     from olive.hardware.accelerator import AcceleratorSpec
     from olive.passes.olive_pass import BasePassConfig
-    from olive.workflows.config import WorkflowConfig
 
 logger = logging.getLogger(__name__)
 

@@ -36,7 +36,7 @@ from olive.model.types import model_from_json
 from olive.search.search_parameter import Categorical, SearchParameter
 
 if TYPE_CHECKING:
-    from olive.workflows.config import AcceleratorConfig, WorkflowConfig
+    from olive.config import AcceleratorConfig, WorkflowConfig
 
 logger = logging.getLogger(__name__)
 

@@ -8,22 +8,15 @@ import importlib.util
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from enum import StrEnum
 from typing import Any
 
 import attrs
 
 from olive.exceptions import ExecutionProviderError, PluginLoadError
 from olive.execution_providers.registry import adapter_for, ep_adapter_registry
-from olive.hardware.constants import PROVIDER_PACKAGE, ExecutionProvider
+from olive.hardware.constants import PROVIDER_PACKAGE, Device, ExecutionProvider
 
 logger = logging.getLogger(__name__)
-
-
-class Device(StrEnum):
-    CPU = "cpu"
-    GPU = "gpu"
-    NPU = "npu"
 
 
 def _to_device(value: Device | str) -> Device:

@@ -5,6 +5,14 @@ from __future__ import annotations
 from enum import StrEnum
 
 
+class Device(StrEnum):
+    """The kinds of hardware a model runs on: the one list of device names."""
+
+    CPU = "cpu"
+    GPU = "gpu"
+    NPU = "npu"
+
+
 class ExecutionProvider(StrEnum):
     CPUExecutionProvider = "CPUExecutionProvider"
     CUDAExecutionProvider = "CUDAExecutionProvider"

@@ -27,7 +27,7 @@ import logging
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from olive.exceptions import WorkflowConfigError, closest_match_hint
 from olive.plugins.manager import plugin_registrations
@@ -43,6 +43,11 @@ def point_key(point: Any) -> str:
     return json.dumps(point, sort_keys=True, default=str)
 
 
+# What a built-in sampler's ``OPTIONS`` says of each ``sampler_config`` key it reads: its type and the words an
+# error names it by, or the (minimum, maximum) of a whole number.
+OptionRule = tuple[type, str] | tuple[int, int]
+
+
 class Sampler(ABC):
     """Base class of a sampler.
 
@@ -50,7 +55,12 @@ class Sampler(ABC):
     :param options: the workflow's ``search_strategy.sampler_config`` plus ``objective`` (the metric key the
         engine ranks by, or None) and ``higher_is_better``.
     :param seed: the workflow's seed (None: not reproducible).
+
+    ``OPTIONS`` lists the ``sampler_config`` keys a built-in sampler reads, checked with the workflow (a
+    plugin sampler checks its own).
     """
+
+    OPTIONS: ClassVar[dict[str, OptionRule]] = {}
 
     def __init__(self, search_space: Any, options: dict[str, Any] | None = None, seed: int | None = None):
         self.search_space = search_space
@@ -108,6 +118,14 @@ class TPESampler(Sampler):
     proposes only points it has seen (``max_repeats`` times in a row, default 16), the rest of the space is
     offered in a seeded random order, so a search without ``max_samples`` still covers every point.
     """
+
+    OPTIONS: ClassVar[dict[str, OptionRule]] = {
+        "n_startup_trials": (0, 10_000),
+        "multivariate": (bool, "true or false"),
+        "group": (bool, "true or false"),
+        # TPE is asked again this many times in a row for a point it has not proposed before.
+        "max_repeats": (1, 1_000),
+    }
 
     def __init__(self, search_space: Any, options: dict[str, Any] | None = None, seed: int | None = None):
         super().__init__(search_space, options, seed)
@@ -214,17 +232,23 @@ def available_samplers() -> dict[str, SamplerFactory]:
     return {**BUILTIN_SAMPLERS, **{name: reg.obj for name, reg in registered.items()}}
 
 
-def create_sampler(
-    name: str, search_space: Any, options: dict[str, Any] | None = None, seed: int | None = None
-) -> Sampler:
-    """The sampler called ``name``; an unknown name is a :class:`WorkflowConfigError`."""
+def sampler_factory(name: str) -> SamplerFactory:
+    """The factory of the sampler called ``name``, built in or a plugin's; an unknown name is a
+    :class:`WorkflowConfigError` (the one check of a sampler's name against the registry)."""
     samplers = BUILTIN_SAMPLERS if name in BUILTIN_SAMPLERS else available_samplers()
     if name not in samplers:
         raise WorkflowConfigError(
             f"search_strategy.sampler: unknown sampler '{name}'{closest_match_hint(name, samplers)}; "
             f"use one of {', '.join(samplers)}"
         )
-    sampler = samplers[name](search_space, dict(options or {}), seed)
+    return samplers[name]
+
+
+def create_sampler(
+    name: str, search_space: Any, options: dict[str, Any] | None = None, seed: int | None = None
+) -> Sampler:
+    """The sampler called ``name``; an unknown name is a :class:`WorkflowConfigError`."""
+    sampler = sampler_factory(name)(search_space, dict(options or {}), seed)
     if not isinstance(sampler, Sampler):
         raise WorkflowConfigError(
             f"search_strategy.sampler: the factory registered for '{name}' returned {type(sampler).__name__}, "

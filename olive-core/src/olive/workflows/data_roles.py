@@ -18,7 +18,7 @@ from olive.engine.plan import load_pass
 from olive.exceptions import OliveError
 
 if TYPE_CHECKING:
-    from olive.workflows.config import PassSpec, WorkflowConfig
+    from olive.config import PassSpec, WorkflowConfig
 
 __all__ = ["SharedData", "assign_data_roles", "shared_data"]
 
