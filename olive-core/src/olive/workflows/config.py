@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from olive.cache.location import default_cache_dir
+from olive.cache.remote import REMOTE_KEY, RemoteCacheConfig, parse_remote_cache
 from olive.cache.size import SizeLimit, workflow_limit
 from olive.config_errors import (
     check_document,
@@ -76,6 +77,7 @@ TOP_LEVEL_KEYS = (
     "engine",
     "user_script",
     "script_dir",
+    REMOTE_KEY,
     *ENGINE_KEYS,
     *_ENGINE_IGNORED,
 )
@@ -273,6 +275,7 @@ class WorkflowConfig:
     target: SystemConfig | None = None
     cache_dir: Path = Path(".olive-cache")
     cache_max_size: SizeLimit | None = None
+    remote_cache: RemoteCacheConfig | None = None
     output_dir: Path = Path("output")
     evaluate_input_model: bool = True
     clean_cache: bool = False
@@ -409,6 +412,7 @@ class _Parser:
                 except ValueError as exc:
                     raise config_error(key, str(exc)) from None
             kwargs[key] = value
+        kwargs["remote_cache"] = parse_remote_cache(flat.get(REMOTE_KEY))
         if "user_script" in flat:
             kwargs["user_script"] = self.path_value(flat["user_script"], "user_script", must_exist=True, kind="file")
         if "script_dir" in flat:

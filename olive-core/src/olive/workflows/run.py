@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from olive.cache.eviction import prune_after_run
+from olive.cache.remote import open_remote
 from olive.cache.size import SizeLimit, configured_limit
 from olive.cache.store import CacheStore, can_lock
 from olive.data.check import check_workflow_data
@@ -214,6 +215,7 @@ def execute(prepared: PreparedWorkflow, show_progress: bool = False) -> Workflow
 def _execute(prepared: PreparedWorkflow, show_progress: bool) -> WorkflowOutput:
     workflow = prepared.workflow
     cache = CacheStore(workflow.cache_dir)
+    cache.remote = open_remote(workflow.remote_cache)
     if workflow.clean_cache and cache.is_cache():
         try:
             kept = cache.clean()
