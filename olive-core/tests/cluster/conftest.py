@@ -62,7 +62,7 @@ def _stop(proc: subprocess.Popen, grace: float = 10) -> None:
         proc.wait()
 
 
-def _unshare_reason() -> str | None:
+def unshare_reason() -> str | None:
     if os.geteuid() != 0:
         return "the second Ray node runs in its own mount namespace (unshare -m), which needs root"
     if shutil.which("unshare") is None:
@@ -184,17 +184,27 @@ class Cluster:
 
 @pytest.fixture(scope="session")
 def cluster(s3: S3Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    reason = _unshare_reason()
+    reason = unshare_reason()
     if reason is not None:
         skip_or_fail(reason)
-    ray = pytest.importorskip("ray")
+    pytest.importorskip("ray")
     caches = tmp_path_factory.mktemp("caches")
     run_log = tmp_path_factory.mktemp("log") / "runs.log"
     flags = tmp_path_factory.mktemp("flags")
+    with launch_cluster(caches, run_log, flags) as made:
+        yield made
+
+
+@contextlib.contextmanager
+def launch_cluster(caches: Path, run_log: Path, flags: Path, nodes: int = 2, cpus: int = 1) -> Iterator[Cluster]:
+    """A Ray head and (``nodes=2``) a second node that sees an empty tmpfs over ``caches``; this process is
+    connected to it while inside. Used by the tests and by benchmarks/bench_cluster.py."""
+    import ray
+
     port = _free_port()
     # Short temp folders: Ray's socket paths must fit in 107 bytes.
     head_tmp, node_tmp = Path(tempfile.mkdtemp(prefix="olr")), Path(tempfile.mkdtemp(prefix="oln"))
-    python_path = os.pathsep.join([str(TESTS), str(HERE)])
+    python_path = os.pathsep.join([str(TESTS), str(HERE), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     common = {
         **os.environ,
         "PYTHONPATH": python_path,
@@ -203,7 +213,7 @@ def cluster(s3: S3Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         "RAY_AUTH_MODE": "disabled",
     }
     ray_bin = str(BIN / "ray")
-    flags_common = ["--num-cpus", "1", "--disable-usage-stats", "--block", "--node-ip-address", "127.0.0.1"]
+    flags_common = ["--num-cpus", str(cpus), "--disable-usage-stats", "--block", "--node-ip-address", "127.0.0.1"]
     head_cmd = [ray_bin, "start", "--head", "--port", str(port), "--include-dashboard", "false"]
     head = subprocess.Popen(
         [*head_cmd, "--temp-dir", str(head_tmp), *flags_common],
@@ -215,21 +225,14 @@ def cluster(s3: S3Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     address = f"127.0.0.1:{port}"
     # The second node: an empty tmpfs over the engine caches' folder, and its own cache inside it.
     inner = " ".join([ray_bin, "start", "--address", address, "--temp-dir", str(node_tmp), *flags_common])
-    node2_cmd = [
-        "unshare",
-        "-m",
-        "--propagation",
-        "private",
-        "sh",
-        "-c",
-        f"mount -t tmpfs olive-node2 '{caches}' && exec {inner}",
-    ]
-    node2_env = {**common, "OLIVE_TEST_NODE": "node2", "OLIVE_WORKER_CACHE_DIR": str(caches / "node2-cache")}
+    script = f"mount -t tmpfs olive-node2 '{caches}' && exec {inner}"
     made = Cluster(address, caches, run_log, flags, head, None, [head_tmp, node_tmp], run_log.parent / "node2.log")
-    made.node2_cmd, made.node2_env = node2_cmd, node2_env
+    made.node2_cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c", script]
+    made.node2_env = {**common, "OLIVE_TEST_NODE": "node2", "OLIVE_WORKER_CACHE_DIR": str(caches / "node2-cache")}
     try:
         _wait_port(port, head)
-        made.start_node2()
+        if nodes > 1:
+            made.start_node2()
         # Pass work in this process (sequential and process executors) is logged too.
         os.environ.update({"RAY_AUTH_MODE": "disabled", "OLIVE_TEST_RUN_LOG": str(run_log)})
         ray.init(
@@ -238,7 +241,7 @@ def cluster(s3: S3Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
             log_to_driver=False,
             configure_logging=False,
         )
-        made.wait_nodes(2)
+        made.wait_nodes(nodes)
         yield made
     finally:
         with contextlib.suppress(Exception):

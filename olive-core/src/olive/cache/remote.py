@@ -60,6 +60,10 @@ _MAX_JSON = 16 << 20
 _SCHEME = re.compile(r"[a-z][a-z0-9+.-]*")
 
 
+#: Bytes this process moved to and from remote caches (every instance), for benchmarks and tests.
+TRANSFERRED = {"up": 0, "down": 0}
+
+
 class RemoteCorrupt(Exception):
     """A remote object that is not what this module wrote (the message says what is wrong)."""
 
@@ -207,6 +211,7 @@ class RemoteCache:
         with self._storage(f"reading {what}"), self.fs.open(path, "rb") as handle:
             data = handle.read(_MAX_JSON + 1)
         self.bytes_down += len(data)
+        TRANSFERRED["down"] += len(data)
         if len(data) > _MAX_JSON:
             raise RemoteCorrupt("it is larger than any this cache writes")
         try:
@@ -229,6 +234,7 @@ class RemoteCache:
             self.fs.pipe_file(tmp, data)
             self.fs.mv(tmp, path)
         self.bytes_up += len(data)
+        TRANSFERRED["up"] += len(data)
 
     def ensure_marker(self) -> None:
         with self._storage("writing its marker"):
@@ -306,6 +312,7 @@ class RemoteCache:
             self.fs.mv(tmp, target)
         self._bad_blobs.discard(digest)
         self.bytes_up += size
+        TRANSFERRED["up"] += size
 
     def manifest(self, key: str) -> dict[str, Any] | None:
         """The checked manifest of run ``key`` (:func:`check_manifest`); None when absent or unreachable.
@@ -354,6 +361,7 @@ class RemoteCache:
                 self._bad_blobs.add(meta["sha256"])
                 raise RemoteCorrupt(f"its file '{rel}' is missing from the storage") from None
             self.bytes_down += size
+            TRANSFERRED["down"] += size
             if size != meta["size"] or sha.hexdigest() != meta["sha256"]:
                 self._bad_blobs.add(meta["sha256"])
                 raise RemoteCorrupt(f"its file '{rel}' is not what was uploaded (size or sha256 differs)")

@@ -60,6 +60,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+#: What the last Ray search of this process moved through Ray's object store (for benchmarks): bytes of models put
+#: for node-local workers (each put once), bytes of entries shipped back, and entries that came through the remote.
+RAY_TRANSFER: dict[str, int] = {"models_out": 0, "entries_back": 0, "entries_via_remote": 0}
+
 RAY_MISSING = (
     "search_strategy.executor: the 'ray' executor needs Ray, which is not installed; "
     f"install it with: {install_line('olive-core', 'ray')} (or pip install 'ray[client]>=2.9')"
@@ -429,6 +433,9 @@ class RayExecutor(TrialExecutor):
             return trial_id, [TrialFailed(f"{type(exc).__name__}: {message}")]
 
     def close(self, cancel: bool = False) -> None:
+        RAY_TRANSFER.update(
+            models_out=self.bytes_out, entries_back=self.bytes_back, entries_via_remote=self.entries_via_remote
+        )
         if cancel:
             for ref in self._refs:
                 try:
