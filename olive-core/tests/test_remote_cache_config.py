@@ -4,6 +4,7 @@ server in tests/cluster, the ``cluster`` tox environment.)"""
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -70,3 +71,14 @@ def test_cache_commands_check_the_remote_url() -> None:
     result = CliRunner().invoke(cli, ["cache", "info", "--remote", "s3://key:secret@bucket"])
     assert result.exit_code == 2
     assert "--remote" in result.output and "secret" not in result.output
+
+
+def test_a_run_without_fsspec_stops_before_any_pass_naming_the_extra(tmp_path: Path, engine_registry: object) -> None:
+    pytest.importorskip("onnx")
+    if importlib.util.find_spec("fsspec") is not None:
+        pytest.skip("fsspec is installed here (the cluster environment tests the remote cache itself)")
+    import olive
+    from olive.exceptions import OliveError
+
+    with pytest.raises(OliveError, match=r"olive-core\[remote\]|remote\]"):
+        olive.run(base_workflow(tmp_path, remote_cache="s3://team-bucket/olive"))

@@ -145,6 +145,41 @@ def test_storage_stopped_mid_run_finishes_from_local_work(
     assert len(_runs(cluster.caches / f"{tmp_path.name}-outage")) == len(made)
 
 
+def test_a_worker_that_cannot_read_the_data_fails_naming_it(tmp_path: Path, cluster: Cluster) -> None:
+    # The data lies in the folder the second node sees as an empty tmpfs: only the head's workers can read it.
+    hidden = cluster.caches / f"{tmp_path.name}-data"
+    hidden.mkdir()
+    workflow = _workflow(hidden, cluster, "unreadable", _ray(cluster))
+    output = olive.run(workflow)
+    failed = [n for n in output.footprint if n.status == "failed"]
+    nodes = [json.loads(line).get("node") for line in cluster.run_log.read_text().splitlines()]
+    assert failed, f"every trial ran on the head node; the second node was never asked (runs on: {nodes})"
+    data = str(hidden / "calib.npz")
+    assert all(data in n.error and "cannot read" in n.error for n in failed), [n.error for n in failed]
+
+
+def test_cache_info_and_clean_work_on_the_remote(tmp_path: Path, cluster: Cluster, s3: S3Server) -> None:
+    from click.testing import CliRunner
+
+    from olive.cli.main import cli
+
+    remote = _remote(s3, f"{tmp_path.name}/cli")
+    olive.run(_workflow(tmp_path, cluster, "cli", None, remote_cache=remote))
+    client = s3.client()
+    client.put_object(Bucket=BUCKET, Key=f"{tmp_path.name}/cli/notes.txt", Body=b"the team's own file")
+    info = CliRunner().invoke(cli, ["cache", "info", "--remote", remote, "--json"])
+    assert info.exit_code == 0, info.output
+    listed = json.loads(info.output)
+    assert listed["is_olive_cache"] and listed["runs"] > 0 and listed["evaluations"] > 0 and listed["blobs"] > 0
+    clean = CliRunner().invoke(cli, ["cache", "clean", "--remote", remote])
+    assert clean.exit_code == 0, clean.output
+    left = [o["Key"] for o in client.list_objects_v2(Bucket=BUCKET, Prefix=f"{tmp_path.name}/cli/").get("Contents", [])]
+    assert left == [f"{tmp_path.name}/cli/notes.txt"]  # only what the cache wrote went
+    again = CliRunner().invoke(cli, ["cache", "clean", "--remote", remote])
+    assert again.exit_code == 1 and "not an Olive remote cache" in again.output
+
+
+# Last: the second node it kills is started again, but Ray takes a while to forget the old one.
 def test_a_worker_node_killed_mid_trial_is_retried(tmp_path: Path, cluster: Cluster) -> None:
     slow = {"type": "SlowOnNode2", "marker": searched(None, "prune-me", "b"), "flag_dir": str(cluster.flags)}
     reference_workflow = _workflow(tmp_path, cluster, "reference", None)
@@ -170,36 +205,3 @@ def test_a_worker_node_killed_mid_trial_is_retried(tmp_path: Path, cluster: Clus
     assert (cluster.flags / "node2-busy").exists()
     assert footprint_content(output) == footprint_content(reference)
     cluster.wait_nodes(2)
-
-
-def test_a_worker_that_cannot_read_the_data_fails_naming_it(tmp_path: Path, cluster: Cluster) -> None:
-    # The data lies in the folder the second node sees as an empty tmpfs: only the head's workers can read it.
-    hidden = cluster.caches / f"{tmp_path.name}-data"
-    hidden.mkdir()
-    workflow = _workflow(hidden, cluster, "unreadable", _ray(cluster))
-    output = olive.run(workflow)
-    failed = [n for n in output.footprint if n.status == "failed"]
-    assert failed, "every trial ran on the head node; the second node was never asked"
-    data = str(hidden / "calib.npz")
-    assert all(data in n.error and "cannot read" in n.error for n in failed), [n.error for n in failed]
-
-
-def test_cache_info_and_clean_work_on_the_remote(tmp_path: Path, cluster: Cluster, s3: S3Server) -> None:
-    from click.testing import CliRunner
-
-    from olive.cli.main import cli
-
-    remote = _remote(s3, f"{tmp_path.name}/cli")
-    olive.run(_workflow(tmp_path, cluster, "cli", None, remote_cache=remote))
-    client = s3.client()
-    client.put_object(Bucket=BUCKET, Key=f"{tmp_path.name}/cli/notes.txt", Body=b"the team's own file")
-    info = CliRunner().invoke(cli, ["cache", "info", "--remote", remote, "--json"])
-    assert info.exit_code == 0, info.output
-    listed = json.loads(info.output)
-    assert listed["is_olive_cache"] and listed["runs"] > 0 and listed["evaluations"] > 0 and listed["blobs"] > 0
-    clean = CliRunner().invoke(cli, ["cache", "clean", "--remote", remote])
-    assert clean.exit_code == 0, clean.output
-    left = [o["Key"] for o in client.list_objects_v2(Bucket=BUCKET, Prefix=f"{tmp_path.name}/cli/").get("Contents", [])]
-    assert left == [f"{tmp_path.name}/cli/notes.txt"]  # only what the cache wrote went
-    again = CliRunner().invoke(cli, ["cache", "clean", "--remote", remote])
-    assert again.exit_code == 1 and "not an Olive remote cache" in again.output

@@ -169,6 +169,11 @@ class RemoteCache:
                 raise OliveError(f"remote_cache: '{self.url}' is not a URL fsspec knows ({exc})") from exc
         return self._fs
 
+    def check_installed(self) -> None:
+        """Raise :class:`~olive.exceptions.OliveError` naming what to install when the URL's fsspec package is
+        missing (nothing is contacted: an unreachable storage is found, and survived, later)."""
+        _ = self.fs
+
     def _path(self, *parts: str) -> str:
         return "/".join([self._root.rstrip("/"), *parts])
 

@@ -17,7 +17,10 @@ and the search goes on.
 Local workers are forked by default, so they inherit the engine's pass registry, including passes
 registered in-process (tests, notebooks) and plugin passes; ``start_method: "spawn"`` or
 ``"forkserver"`` sends them the pickled search instead (passes must then be importable by module name).
-Ray workers always receive the pickled search: passes must be installed on every node.
+Ray workers always receive the pickled search: passes must be installed on every node. A Ray worker that does not
+see the engine's cache folder (another machine, no shared file system) runs node-local: its start model arrives
+once per node through Ray's object store and its results come back through Ray or the remote cache, checked by
+digest before they land in the engine's cache (:mod:`olive.engine.transfer`).
 """
 
 from __future__ import annotations
@@ -354,7 +357,11 @@ class RayExecutor(TrialExecutor):
             self._started = True
         _pickle_user_scripts_by_value()
         self._context_ref = ray.put(context)
-        self._remote = ray.remote(num_cpus=num_cpus_per_trial, max_retries=retries)(run_on_ray_node)
+        # Trials are independent and alike: spread them over the nodes rather than filling the driver's node first
+        # (Ray's default), so a cluster's nodes all work from the first trials on.
+        self._remote = ray.remote(num_cpus=num_cpus_per_trial, max_retries=retries, scheduling_strategy="SPREAD")(
+            run_on_ray_node
+        )
         # The engine's cache, where node-local workers' results land.
         if store is None:
             store = CacheStore(context.cache_root)

@@ -216,6 +216,8 @@ def _execute(prepared: PreparedWorkflow, show_progress: bool) -> WorkflowOutput:
     workflow = prepared.workflow
     cache = CacheStore(workflow.cache_dir)
     cache.remote = open_remote(workflow.remote_cache)
+    if cache.remote is not None:
+        cache.remote.check_installed()  # a missing fsspec or s3fs stops the run here, naming the extra
     if workflow.clean_cache and cache.is_cache():
         try:
             kept = cache.clean()
