@@ -157,6 +157,8 @@ def _log_run(instance: Pass, config: Any) -> None:
     if log:
         with Path(log).open("a", encoding="utf-8") as handle:
             record = {"pass": instance.pass_name(), "config": config.to_json(), "pid": os.getpid()}
+            if os.environ.get("OLIVE_TEST_NODE"):  # which Ray node ran it (the cluster tests name theirs)
+                record["node"] = os.environ["OLIVE_TEST_NODE"]
             handle.write(json.dumps(record) + "\n")
 
 

@@ -11,7 +11,8 @@ from olive.testing import sample_distributions as samples
 from olive.testing.venv import Venv, make_venv
 
 CLEAN_ENV = {"OLIVE_LOAD_PLUGINS": None, "OLIVE_DISABLE_PLUGINS": None, "OLIVE_STRICT_PLUGINS": None}
-HEAVY = ("numpy", "onnx", "onnxruntime", "optuna", "torch")
+# The storage libraries of a remote cache and Ray are heavy too: only a run that uses them imports them.
+HEAVY = ("numpy", "onnx", "onnxruntime", "optuna", "torch", "fsspec", "s3fs", "botocore", "aiobotocore", "ray")
 
 
 @pytest.fixture(scope="module")

@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from olive.cache.holds import RECORD, Hold, HoldWriter, holding
+from olive.cache.remote import RemoteCache, RemoteCorrupt, RemoteUnreachable
 from olive.exceptions import CacheError
 from olive.paths import UnsafeName, inside, system_folder_reason
 
@@ -245,6 +246,11 @@ class CacheStore:
         # its own trials did from entries that were there before it started.
         self.session_id = uuid.uuid4().hex
         self._hold_writer: HoldWriter | None = None
+        #: The remote cache under this one (``remote_cache``): a local miss asks it, a new entry is uploaded to it.
+        self.remote: RemoteCache | None = None
+        #: ``(kind, key)`` of every entry this store has looked up or written since the caller last emptied it (a
+        #: node-local Ray worker ships those the engine lacks back to it).
+        self.touched: list[tuple[str, str]] = []
 
     # ------------------------------------------------------------------------------------------
     def ensure(self) -> None:
@@ -327,6 +333,7 @@ class CacheStore:
             # Workers are given the run's session after the store is made.
             writer = self._hold_writer = HoldWriter(self.root / "locks", self.session_id)
         writer.note(kind, key, new)
+        self.touched.append((kind, key))
 
     # ------------------------------------------------------------------------------------------
     # Pass runs
@@ -360,6 +367,57 @@ class CacheStore:
         _mark_used(entry / RUN_RECORD)
         return record
 
+    def fetch_run(self, key: str, model_of: Callable[[dict[str, Any]], Any]) -> dict[str, Any] | None:
+        """After a local miss, under the run's lock: the run from the remote cache, downloaded into a new local
+        entry and checked there (every file against its sha256 as it arrives, then the model against the recorded
+        ``output_hash``) before it is renamed into place; None when the remote has no sound copy."""
+        remote = self.remote
+        if remote is None or not remote.available:
+            return None
+        try:
+            manifest = remote.manifest(key)
+            if manifest is None:
+                return None
+            try:
+                check_record_shape(manifest["record"], key)
+            except CorruptEntry as exc:
+                raise RemoteCorrupt(str(exc)) from None
+            with self.new_run(key) as tmp:
+                remote.fetch_files(manifest, tmp)
+                record = {**manifest["record"], "files": entry_files(tmp)}
+                try:
+                    digest = hash_model(model_of({**record, "entry_dir": str(tmp)}))
+                except Exception as exc:  # a model that cannot be made of what arrived is as corrupt as bad bytes
+                    raise RemoteCorrupt(f"its model cannot be made ({type(exc).__name__}: {exc})") from None
+                if digest != record["output_hash"]:
+                    raise RemoteCorrupt("its output's content is not what the run made (hash mismatch)")
+                (tmp / RUN_RECORD).write_text(json.dumps(record, indent=1, sort_keys=True, default=str))
+        except RemoteUnreachable:
+            return None
+        except RemoteCorrupt as exc:
+            logger.warning("remote cache object '%s' is corrupt: %s; the run is done again", remote.run_path(key), exc)
+            return None
+        return self.get_run(key, model_of)
+
+    def share_run(self, key: str, record: dict[str, Any]) -> None:
+        """A local hit: upload it when the remote cache lacks it (made before the remote was configured, or on a
+        node whose runs were not uploaded), so a team's remote holds what each member's cache holds."""
+        remote = self.remote
+        if remote is not None and remote.available and remote.config.upload and remote.manifest_exists(key) is False:
+            self.publish_run(key, record)
+
+    def publish_run(self, key: str, record: dict[str, Any]) -> None:
+        """Upload the finished local entry of run ``key`` to the remote cache (when there is one)."""
+        if self.remote is None or not self.remote.available:
+            return
+        entry = self.run_dir(key)
+        files: dict[str, tuple[Path, int, str]] = {}
+        for path in sorted(entry.rglob("*")):
+            rel = path.relative_to(entry).as_posix()
+            if rel != RUN_RECORD and path.is_file() and not path.is_symlink():
+                files[rel] = (path, path.stat().st_size, hash_file(path))
+        self.remote.put_run(key, files, record)
+
     def _checked_run(self, key: str, entry: Path, model_of: Callable[[dict[str, Any]], Any] | None) -> dict[str, Any]:
         if entry.is_symlink():
             raise CorruptEntry("the entry is a symlink")
@@ -376,7 +434,7 @@ class CacheStore:
             raise CorruptEntry(f"it has no {RUN_RECORD}") from None
         except (OSError, ValueError) as exc:
             raise CorruptEntry(f"its {RUN_RECORD} cannot be read ({type(exc).__name__}: {exc})") from None
-        _check_record_shape(record, key)
+        check_record_shape(record, key)
         fields = record["model"]["config"]
         rel = fields.get("model_path_rel")
         if rel is not None:
@@ -515,22 +573,44 @@ class CacheStore:
         try:
             stored = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            return None
+            return self._remote_eval(key, keys)
         except (OSError, ValueError) as exc:
             reason = f"it cannot be read ({type(exc).__name__}: {exc})"
         else:
             reason = _eval_problem(stored, keys)
             if reason is None:
                 _mark_used(path)
+                if self.remote is not None:
+                    self.remote.share_eval(key, stored)
                 return stored
         logger.warning("cache entry '%s' is corrupt: %s; the model is measured again", path, reason)
         return None
 
-    def put_eval(self, key: str, value: dict[str, Any]) -> None:
+    def _remote_eval(self, key: str, keys: Iterable[str]) -> dict[str, Any] | None:
+        """A local miss: the remote's evaluation, checked as a local one is, then kept locally."""
+        if self.remote is None:
+            return None
+        stored = self.remote.get_eval(key)
+        if stored is None:
+            return None
+        reason = _eval_problem(stored, keys)
+        if reason is not None:
+            logger.warning(
+                "remote cache object '%s' is corrupt: %s; the model is measured again",
+                self.remote.eval_path(key),
+                reason,
+            )
+            return None
+        self.put_eval(key, stored, upload=False)
+        return stored
+
+    def put_eval(self, key: str, value: dict[str, Any], upload: bool = True) -> None:
         self.ensure()
         self._note("eval", key, new=True)
         with self._writing():
             self._write_json_atomic(self.eval_path(key), value)
+        if upload and self.remote is not None:
+            self.remote.put_eval(key, value)
 
     # ------------------------------------------------------------------------------------------
     def _write_json_atomic(self, path: Path, value: Any) -> None:
@@ -635,7 +715,7 @@ def _mark_used(record: Path) -> None:
         os.utime(record, follow_symlinks=False)  # a link's target is not the cache's to touch
 
 
-def _check_record_shape(record: Any, key: str) -> None:
+def check_record_shape(record: Any, key: str) -> None:
     """Raise :class:`CorruptEntry` unless ``record`` has the shape trial records are written in."""
     if not isinstance(record, dict):
         raise CorruptEntry(f"its {RUN_RECORD} holds {type(record).__name__}, not a record")

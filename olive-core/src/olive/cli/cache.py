@@ -49,6 +49,73 @@ def _cache_dir(given: Path | None) -> Path:
     return given if given is not None else default_cache_dir()
 
 
+def _checked_remote(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    from olive.cache.remote import check_url
+    from olive.exceptions import WorkflowConfigError
+
+    if value is None:
+        return None
+    try:
+        return check_url(value, "--remote")
+    except WorkflowConfigError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+_REMOTE = click.option(
+    "--remote",
+    default=None,
+    metavar="URL",
+    callback=_checked_remote,
+    help="Work on the remote cache at URL (a workflow's remote_cache, e.g. s3://bucket/prefix) instead of the "
+    "local one; credentials come from the storage library's usual places.",
+)
+
+
+def _remote_or_exit(url: str):
+    from olive.cache.remote import RemoteCache, RemoteCacheConfig
+
+    return RemoteCache(RemoteCacheConfig(url))
+
+
+def _remote_info(url: str, as_json: bool) -> None:
+    from olive.cache.remote import RemoteUnreachable
+    from olive.exceptions import OliveError
+
+    remote = _remote_or_exit(url)
+    try:
+        info = remote.info()
+    except (RemoteUnreachable, OliveError) as exc:
+        error_line(f"remote cache '{url}': {exc}; check the URL, the endpoint and the credentials")
+        sys.exit(EXIT_FAILED)
+    if as_json:
+        click.echo(json.dumps(info, indent=2))
+        return
+    if not info["is_olive_cache"]:
+        click.echo(f"{url}: no remote cache here")
+        return
+    click.echo(f"remote cache: {url}")
+    click.echo(f"pass runs: {info['runs']}")
+    click.echo(f"evaluations: {info['evaluations']}")
+    click.echo(f"files: {info['blobs']}")
+    click.echo(f"size: {info['size_bytes'] / 1e6:.2f} MB")
+
+
+def _remote_clean(url: str) -> None:
+    from olive.cache.remote import RemoteUnreachable
+    from olive.exceptions import OliveError
+
+    remote = _remote_or_exit(url)
+    try:
+        removed = remote.clean()
+    except (RemoteUnreachable, OliveError) as exc:
+        error_line(f"remote cache '{url}': {exc}; check the URL, the endpoint and the credentials")
+        sys.exit(EXIT_FAILED)
+    if removed < 0:
+        error_line(f"{url} is not an Olive remote cache (no olive-remote-cache.json); not deleting anything there")
+        sys.exit(EXIT_FAILED)
+    click.echo(f"removed {removed} object(s) of the remote cache at {url}")
+
+
 @click.group("cache")
 def cache_group() -> None:
     """Inspect, prune or delete the cache of pass runs and evaluations."""
@@ -56,9 +123,13 @@ def cache_group() -> None:
 
 @cache_group.command("info")
 @_CACHE_DIR
+@_REMOTE
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def cache_info(cache_dir: Path | None, as_json: bool) -> None:
+def cache_info(cache_dir: Path | None, remote: str | None, as_json: bool) -> None:
     """Show what the cache holds."""
+    if remote is not None:
+        _remote_info(remote, as_json)
+        return
     from olive.cache.eviction import entries_size
     from olive.cache.size import configured_limit
     from olive.cache.store import CacheStore
@@ -152,8 +223,12 @@ def _describe(entry: CacheEntry) -> str:
 
 @cache_group.command("clean")
 @_CACHE_DIR
-def cache_clean(cache_dir: Path | None) -> None:
-    """Delete the cache folder."""
+@_REMOTE
+def cache_clean(cache_dir: Path | None, remote: str | None) -> None:
+    """Delete the cache folder (or, with --remote, what the cache wrote under that URL)."""
+    if remote is not None:
+        _remote_clean(remote)
+        return
     from olive.cache.store import CacheStore
 
     store = CacheStore(_cache_dir(cache_dir))

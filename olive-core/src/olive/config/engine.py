@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 
 from olive.cache.location import default_cache_dir
+from olive.cache.remote import RemoteCacheConfig, parse_remote_cache
 from olive.cache.size import SizeLimit, workflow_limit
 from olive.config.fields import path_field, typed, whole
 from olive.config.structure import structure
@@ -29,6 +30,10 @@ def _size_limit(value: Any, field: attrs.Attribute[Any]) -> SizeLimit | None:
         raise config_error(field.name, str(exc)) from None
 
 
+def _remote_cache(value: Any, field: attrs.Attribute[Any]) -> RemoteCacheConfig | None:
+    return value if isinstance(value, RemoteCacheConfig) else parse_remote_cache(value, field.name)
+
+
 @attrs.frozen
 class CacheConfig:
     """Where results are kept and how much of them."""
@@ -41,6 +46,10 @@ class CacheConfig:
     )
     clean_cache: bool = attrs.field(default=False, validator=typed(bool, "true or false"))
     clean_evaluation_cache: bool = attrs.field(default=False, validator=typed(bool, "true or false"))
+    # An fsspec URL layered under the local cache (olive.cache.remote); None: no remote cache.
+    remote_cache: RemoteCacheConfig | None = attrs.field(
+        default=None, converter=attrs.Converter(_remote_cache, takes_field=True)
+    )
 
 
 @attrs.frozen

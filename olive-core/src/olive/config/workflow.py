@@ -8,6 +8,7 @@ from typing import Any
 
 import attrs
 
+from olive.cache.remote import RemoteCacheConfig
 from olive.cache.size import SizeLimit
 from olive.config.evaluator import EvaluatorConfig
 from olive.config.input_model import InputModelConfig
@@ -45,6 +46,7 @@ class WorkflowConfig:
     cache_max_size: SizeLimit | None = attrs.field(kw_only=True)
     clean_cache: bool = attrs.field(kw_only=True)
     clean_evaluation_cache: bool = attrs.field(kw_only=True)
+    remote_cache: RemoteCacheConfig | None = attrs.field(kw_only=True)
     output_dir: Path = attrs.field(kw_only=True)
     evaluate_input_model: bool = attrs.field(kw_only=True)
     log_severity_level: int = attrs.field(kw_only=True)

@@ -17,7 +17,10 @@ and the search goes on.
 Local workers are forked by default, so they inherit the engine's pass registry, including passes
 registered in-process (tests, notebooks) and plugin passes; ``start_method: "spawn"`` or
 ``"forkserver"`` sends them the pickled search instead (passes must then be importable by module name).
-Ray workers always receive the pickled search: passes must be installed on every node.
+Ray workers always receive the pickled search: passes must be installed on every node. A Ray worker that does not
+see the engine's cache folder (another machine, no shared file system) runs node-local: its start model arrives
+once per node through Ray's object store and its results come back through Ray or the remote cache, checked by
+digest before they land in the engine's cache (:mod:`olive.engine.transfer`).
 """
 
 from __future__ import annotations
@@ -34,8 +37,24 @@ from collections.abc import Iterable
 from multiprocessing.connection import wait
 from typing import TYPE_CHECKING, Any
 
-from olive.engine.results import TrialEvent, TrialFailed
-from olive.engine.trial import TrialContext, TrialRequest, TrialWorker
+import attrs
+
+from olive.cache.store import CacheStore
+from olive.engine.results import Status, StepResult, TrialEvent, TrialFailed
+from olive.engine.transfer import (
+    NodeResult,
+    ShippedCorrupt,
+    land,
+    model_on_node,
+    node_cache_dir,
+    node_name,
+    package_model,
+    relocated,
+    sees_engine_cache,
+    ship,
+    unreadable_inputs,
+)
+from olive.engine.trial import TrialContext, TrialRequest, TrialWorker, model_from_record
 from olive.exceptions import OliveError, WorkflowConfigError
 from olive.plugins.install_hints import install_line
 
@@ -43,6 +62,10 @@ if TYPE_CHECKING:
     from olive.config import ExecutorConfig
 
 logger = logging.getLogger(__name__)
+
+#: What the last Ray search of this process moved through Ray's object store (for benchmarks): bytes of models put
+#: for node-local workers (each put once), bytes of entries shipped back, and entries that came through the remote.
+RAY_TRANSFER: dict[str, int] = {"models_out": 0, "entries_back": 0, "entries_via_remote": 0}
 
 RAY_MISSING = (
     "search_strategy.executor: the 'ray' executor needs Ray, which is not installed; "
@@ -108,6 +131,56 @@ def run_in_worker(context: TrialContext, request: TrialRequest) -> list[TrialEve
         return list(TrialWorker.for_context(context).run(request))
     except Exception as exc:
         return [TrialFailed(f"{type(exc).__name__}: {exc}")]
+
+
+# context id -> the context of a node-local Ray worker (its own cache, the reference model on its node)
+_NODE_CONTEXTS: dict[str, TrialContext] = {}
+
+
+def run_on_ray_node(
+    context: TrialContext, request: TrialRequest, have: frozenset[str], models: list[Any]
+) -> NodeResult:
+    """A whole trial as a Ray task: in the engine's cache where this node sees it, else node-local
+    (:mod:`olive.engine.transfer`). ``models``: Ray references to the start and reference models' packages,
+    fetched only by a node-local worker that does not hold them yet."""
+    if sees_engine_cache(context.cache_root, context.cache_session):
+        return NodeResult(run_in_worker(context, request))
+    node = node_name()
+    try:
+        missing = unreadable_inputs(context.workflow)
+        if missing:
+            path, what = missing[0]
+            error = (
+                f"the Ray worker on node '{node}' cannot read '{path}' ({what}); every node must see the workflow's "
+                "data and scripts at the same path: copy them there, or keep them on a folder every node mounts"
+            )
+            return NodeResult([TrialFailed(error)], node_local=True, node=node)
+        import ray
+
+        local = _NODE_CONTEXTS.get(context.context_id)
+        if local is None:
+            store = CacheStore(node_cache_dir())
+            store.ensure()
+            reference_json = context.reference_model_json
+            if models[1] is not None:
+                path = model_on_node(store, context.reference_hash, lambda: ray.get(models[1]))
+                reference_json = relocated(reference_json, path)
+            local = attrs.evolve(context, cache_root=str(store.root), reference_model_json=reference_json)
+            _NODE_CONTEXTS.clear()
+            _NODE_CONTEXTS[context.context_id] = local
+        worker = TrialWorker.for_context(local)
+        if models[0] is not None:
+            path = model_on_node(worker.cache, request.start_hash, lambda: ray.get(models[0]))
+            request = attrs.evolve(request, start_json=relocated(request.start_json, path))
+        worker.cache.touched.clear()
+        events = run_in_worker(local, request)
+        entries = ship(worker.cache, worker.cache.touched, have)
+        worker.cache.touched.clear()
+        return NodeResult(events, node_local=True, entries=entries, node=node)
+    except Exception as exc:
+        return NodeResult(
+            [TrialFailed(f"on Ray node '{node}': {type(exc).__name__}: {exc}")], node_local=True, node=node
+        )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -264,6 +337,7 @@ class RayExecutor(TrialExecutor):
         num_cpus_per_trial: float = 1,
         max_pending: int | None = None,
         retries: int = 1,
+        store: CacheStore | None = None,
     ):
         ray = import_ray()
         self._ray = ray
@@ -283,17 +357,72 @@ class RayExecutor(TrialExecutor):
             self._started = True
         _pickle_user_scripts_by_value()
         self._context_ref = ray.put(context)
-        self._remote = ray.remote(num_cpus=num_cpus_per_trial, max_retries=retries)(run_in_worker)
+        # Trials are independent and alike: spread them over the nodes rather than filling the driver's node first
+        # (Ray's default), so a cluster's nodes all work from the first trials on.
+        self._remote = ray.remote(num_cpus=num_cpus_per_trial, max_retries=retries, scheduling_strategy="SPREAD")(
+            run_on_ray_node
+        )
+        # The engine's cache, where node-local workers' results land.
+        if store is None:
+            store = CacheStore(context.cache_root)
+            store.session_id = context.cache_session
+        self._store = store
+        #: keys of the entries the engine holds from this search's trials: workers do not ship them again
+        self._have: set[str] = set()
+        # A model's package is put in the object store once, fetched by each node-local node once.
+        self._packages: dict[str, Any] = {}
+        #: bytes of models put in the object store, and of entries shipped back through it
+        self.bytes_out = 0
+        self.bytes_back = 0
+        self.entries_via_remote = 0
+        self._reference_ref = self._package(context.reference_model_json, context.reference_hash)
         cpus = float(ray.cluster_resources().get("CPU", 1))
         slots = max(1, int(cpus // max(num_cpus_per_trial, 1e-9)))
         self.capacity = max(1, int(max_pending or 2 * slots))
         self._refs: dict[Any, int] = {}
         self._next_id = 0
 
+    def _package(self, model_json: dict[str, Any], model_hash: str) -> Any:
+        if model_hash not in self._packages:
+            package = package_model(model_json, model_hash)
+            self._packages[model_hash] = None if package is None else self._ray.put(package)
+            self.bytes_out += package.size if package is not None else 0
+        return self._packages[model_hash]
+
     def submit(self, request: TrialRequest) -> int:
         self._next_id += 1
-        self._refs[self._remote.remote(self._context_ref, request)] = self._next_id
+        # In a list, the references stay references: only a worker that needs a model fetches it.
+        models = [self._package(request.start_json, request.start_hash), self._reference_ref]
+        ref = self._remote.remote(self._context_ref, request, frozenset(self._have), models)
+        self._refs[ref] = self._next_id
         return self._next_id
+
+    def _landed(self, result: NodeResult) -> list[TrialEvent]:
+        """The events of a node-local trial, its entries written into the engine's cache first; a step whose
+        entry did not arrive sound fails, naming why."""
+        problems: dict[str, str] = {}
+        for entry in result.entries:
+            try:
+                land(self._store, entry, model_from_record)
+            except (ShippedCorrupt, OSError) as exc:
+                problems[entry.key] = str(exc)
+                continue
+            self._have.add(entry.key)
+            self.bytes_back += entry.size
+            self.entries_via_remote += int(entry.via_remote)
+        events: list[TrialEvent] = []
+        for event in result.events:
+            if isinstance(event, StepResult) and event.status is Status.OK and event.key is not None:
+                record = self._store.get_run(event.key, model_from_record)
+                if record is None:
+                    why = problems.get(event.key, "the worker did not send it")
+                    error = f"its result did not reach the engine's cache from Ray node '{result.node}': {why}"
+                    event = attrs.evolve(event, status=Status.FAILED, record=None, error=error)
+                else:
+                    self._have.add(event.key)
+                    event = attrs.evolve(event, record=record)
+            events.append(event)
+        return events
 
     def next_result(self) -> tuple[int, Iterable[TrialEvent]]:
         ray = self._ray
@@ -303,13 +432,17 @@ class RayExecutor(TrialExecutor):
         ref = ready[0]
         trial_id = self._refs.pop(ref)
         try:
-            return trial_id, ray.get(ref)
+            result = ray.get(ref)
+            return trial_id, self._landed(result) if result.node_local else result.events
         except ray.exceptions.RayError as exc:
             # A worker that died twice (Ray retried once), or a task Ray could not run.
             message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             return trial_id, [TrialFailed(f"{type(exc).__name__}: {message}")]
 
     def close(self, cancel: bool = False) -> None:
+        RAY_TRANSFER.update(
+            models_out=self.bytes_out, entries_back=self.bytes_back, entries_via_remote=self.entries_via_remote
+        )
         if cancel:
             for ref in self._refs:
                 try:
@@ -350,5 +483,6 @@ def create_executor(config: ExecutorConfig | None, context: TrialContext, local:
             address=config.address,
             num_cpus_per_trial=config.num_cpus_per_trial,
             max_pending=config.max_pending,
+            store=local.cache,
         )
     raise WorkflowConfigError(f"search_strategy.executor.type: unknown executor '{config.type}'")

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from olive.cache.remote import open_remote
 from olive.cache.space import DiskFullError, disk_full_reason
 from olive.cache.store import CacheStore, entry_files, hash_model
 from olive.engine.evaluation import ModelEvaluator
@@ -141,6 +142,7 @@ class TrialWorker:
             _WORKERS.clear()  # one search at a time per worker process
             cache = CacheStore(context.cache_root)
             cache.session_id = context.cache_session
+            cache.remote = open_remote(context.workflow.remote_cache)
             evaluator = ModelEvaluator.for_workflow(
                 context.workflow, context.execution_providers, cache, context.evaluation_cache, context.accelerator
             )
@@ -237,13 +239,20 @@ class TrialWorker:
         cache = self.cache
         record = cache.get_run(key, model_from_record)
         if record is not None:
+            cache.share_run(key, record)
             return record, True
         with cache.host_lock(shared=True), cache.run_lock(key):
             # A corrupt entry is removed under the lock (and the run done again), never used.
             record = cache.get_run(key, model_from_record, repair=True)
             if record is not None:
+                cache.share_run(key, record)
                 return record, True
-            return self._run_into_cache(alternative, config, model, key, accelerator), False
+            record = cache.fetch_run(key, model_from_record)
+            if record is not None:
+                return record, True
+            record = self._run_into_cache(alternative, config, model, key, accelerator)
+            cache.publish_run(key, record)
+            return record, False
 
     def _run_into_cache(
         self,

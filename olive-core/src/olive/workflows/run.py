@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from olive.cache.eviction import prune_after_run
+from olive.cache.remote import open_remote
 from olive.cache.size import configured_limit
 from olive.cache.store import CacheStore, can_lock
 from olive.engine.engine import Engine
@@ -54,6 +55,9 @@ def execute(prepared: PreparedWorkflow, show_progress: bool = False) -> Workflow
 def _execute(prepared: PreparedWorkflow, show_progress: bool) -> WorkflowOutput:
     workflow = prepared.workflow
     cache = CacheStore(workflow.cache_dir)
+    cache.remote = open_remote(workflow.remote_cache)
+    if cache.remote is not None:
+        cache.remote.check_installed()  # a missing fsspec or s3fs stops the run here, naming the extra
     if workflow.clean_cache and cache.is_cache():
         try:
             kept = cache.clean()

@@ -1,0 +1,287 @@
+"""Ray workers that share no folder with the engine: models go out and results come back through Ray.
+
+A Ray worker first looks for the engine's cache: the record this workflow run keeps under its cache's
+``locks/`` (``use-<session>.lock``, :mod:`olive.cache.holds`) exists only where the worker sees the very folder
+the engine writes. Where it does (one machine, or a shared file system) trials run in that cache as any local
+worker's do. Where it does not, the worker is *node-local*:
+
+- its trials run in a cache of its own node (``$OLIVE_WORKER_CACHE_DIR``, else the node's per-user cache), so
+  later trials and later runs on that node reuse its work;
+- the model a trial starts from (the input model, or in a pass-by-pass search the best model so far) is put in
+  Ray's object store once by the engine (:class:`ModelPackage`) and written once per node under the node
+  cache's ``inputs/<content hash>/``, every file checked against its sha256 on arrival;
+- the entries the trial used that the engine does not hold yet travel back with its events
+  (:class:`ShippedEntry`): each file's bytes with its sha256 through Ray's object store, or, for an entry over
+  :data:`INLINE_LIMIT` when a remote cache is configured, only its key: the engine downloads it from the remote
+  cache, where the worker has uploaded it anyway. The engine lands each one in its own cache exactly as a local
+  run would write it (a temp folder renamed into place, under the run's lock), after checking every file's
+  sha256 and the model's content hash; a result that does not check out is a failed step, never a silent one.
+
+The data files and scripts a workflow names are read where they are: a worker that cannot read one fails the
+trial with an error naming the path (:func:`unreadable_inputs`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import socket
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from olive.cache.holds import record_path
+from olive.cache.location import default_cache_dir
+from olive.cache.store import RUN_RECORD, CacheStore, check_record_shape, entry_files, hash_model
+from olive.data.config import COMPONENT_FIELDS
+from olive.engine.trial import model_from_record
+from olive.model.types import model_from_json
+from olive.paths import UnsafeName, inside
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from olive.workflows.config import WorkflowConfig
+
+logger = logging.getLogger(__name__)
+
+#: Entries up to this size come back through Ray's object store; larger ones through the remote cache when
+#: there is one. Ray moves an object node to node in one copy, while the remote costs two (upload, then the
+#: engine's download) plus a request per file, so small entries are cheaper through Ray. A large one stays in the
+#: head's object store (by default 30% of its memory) until the engine has written it, once per trial in flight;
+#: past 64 MiB a few trials of a large model would fill it, and the worker's upload is made anyway (the remote
+#: caches every run), so only the engine's download is extra.
+INLINE_LIMIT = 64 << 20
+WORKER_CACHE_ENV = "OLIVE_WORKER_CACHE_DIR"
+
+
+class ShippedCorrupt(Exception):
+    """What arrived from a worker is not what it sent (a digest differs, a path leads outside its entry)."""
+
+
+@attrs.frozen
+class ModelPackage:
+    """A model's files (paths relative to ``base``'s folder) with their sha256, put in Ray's object store once."""
+
+    model_hash: str
+    model_rel: str
+    files: dict[str, bytes]
+    digests: dict[str, str]
+
+    @property
+    def size(self) -> int:
+        return sum(len(data) for data in self.files.values())
+
+
+@attrs.frozen
+class ShippedEntry:
+    """One cache entry on its way from a worker's node to the engine's: a run (``record`` and ``files``), an
+    evaluation (``value``), or only a key when ``via_remote`` (the engine downloads it from the remote cache)."""
+
+    kind: str
+    key: str
+    record: dict[str, Any] | None = None
+    files: dict[str, bytes] = attrs.Factory(dict)
+    digests: dict[str, str] = attrs.Factory(dict)
+    value: dict[str, Any] | None = None
+    via_remote: bool = False
+
+    @property
+    def size(self) -> int:
+        return sum(len(data) for data in self.files.values())
+
+
+@attrs.frozen
+class NodeResult:
+    """A Ray trial's events, and (for a node-local worker) the entries it ships back."""
+
+    events: list[Any]
+    node_local: bool = False
+    entries: list[ShippedEntry] = attrs.Factory(list)
+    node: str = ""
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# --------------------------------------------------------------------------------------------------
+# Engine side
+# --------------------------------------------------------------------------------------------------
+def model_files(model_json: dict[str, Any]) -> tuple[Path, str, list[Path]] | None:
+    """``(folder, model path relative to it, files)`` of a model on disk: an ONNX file and its external data, or
+    every file of a model folder; None for a model with no path."""
+    raw = (model_json.get("config") or {}).get("model_path")
+    if raw is None:
+        return None
+    path = Path(raw)
+    if path.is_dir():
+        return path, ".", sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+    files = [path]
+    handler = model_from_json(model_json)
+    if hasattr(handler, "external_data_files"):
+        files += [Path(f) for f in handler.external_data_files() if Path(f).is_file()]
+    return path.parent, path.name, files
+
+
+def package_model(model_json: dict[str, Any], model_hash: str) -> ModelPackage | None:
+    found = model_files(model_json)
+    if found is None:
+        return None
+    folder, rel, paths = found
+    files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in paths}
+    return ModelPackage(model_hash, rel, files, {name: _sha256(data) for name, data in files.items()})
+
+
+def land(store: CacheStore, entry: ShippedEntry, model_of: Callable[[dict[str, Any]], Any]) -> None:
+    """Write ``entry`` into the engine's ``store`` as a local run would (nothing when it holds it already).
+
+    Raises :class:`ShippedCorrupt` when what arrived does not check out.
+    """
+    if entry.kind == "eval":
+        if entry.value is not None and store.get_eval(entry.key) is None:
+            store.put_eval(entry.key, entry.value, upload=False)
+        return
+    with store.run_lock(entry.key):
+        if store.get_run(entry.key, model_of, repair=True) is not None:
+            return
+        if entry.via_remote:
+            if store.fetch_run(entry.key, model_of) is None:
+                raise ShippedCorrupt("the remote cache does not hold a sound copy of it")
+            return
+        record = entry.record
+        try:
+            check_record_shape(record, entry.key)
+        except Exception as exc:
+            raise ShippedCorrupt(f"its record is not a run record ({exc})") from None
+        with store.new_run(entry.key) as tmp:
+            for rel, data in entry.files.items():
+                try:
+                    target = inside(tmp, rel)
+                except UnsafeName as exc:
+                    raise ShippedCorrupt(f"its file '{rel}' is not inside its entry ({exc})") from None
+                if _sha256(data) != entry.digests.get(rel):
+                    raise ShippedCorrupt(f"its file '{rel}' arrived with another sha256 than it left with")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            landed = {k: v for k, v in record.items() if k != "entry_dir"}
+            landed["files"] = entry_files(tmp)
+            if hash_model(model_of({**landed, "entry_dir": str(tmp)})) != landed["output_hash"]:
+                raise ShippedCorrupt("its model's content is not what the run made (hash mismatch)")
+            (tmp / RUN_RECORD).write_text(json.dumps(landed, indent=1, sort_keys=True, default=str))
+
+
+# --------------------------------------------------------------------------------------------------
+# Worker side
+# --------------------------------------------------------------------------------------------------
+def sees_engine_cache(cache_root: str, session: str) -> bool:
+    """Whether this node sees the engine's own cache folder (the run's hold record is there)."""
+    return record_path(Path(cache_root) / "locks", session).exists()
+
+
+def node_cache_dir() -> Path:
+    configured = os.environ.get(WORKER_CACHE_ENV, "").strip()
+    return Path(configured).expanduser().resolve() if configured else default_cache_dir()
+
+
+def model_on_node(store: CacheStore, model_hash: str, fetch: Callable[[], ModelPackage]) -> Path:
+    """The model ``model_hash`` on this node, under ``inputs/<hash>/`` of ``store``: fetched (``fetch``, from Ray's
+    object store) and written once per node, every file checked against its sha256 first. Returns its path."""
+    done = store.root / "inputs" / model_hash / ".complete"
+    try:
+        rel = json.loads(done.read_text())["model_rel"]
+        return inside(done.parent, rel) if rel != "." else done.parent
+    except (OSError, ValueError, KeyError, TypeError, UnsafeName):
+        return materialize(store, fetch())
+
+
+def materialize(store: CacheStore, package: ModelPackage) -> Path:
+    """The model of ``package`` written under ``inputs/<hash>/`` of ``store`` (a temp folder renamed into place),
+    every file checked against its sha256 first. Returns the model's path."""
+    final = store.root / "inputs" / package.model_hash
+    if not (final / ".complete").is_file():
+        tmp = store.root / "inputs" / f".{package.model_hash}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+        tmp.mkdir(parents=True)
+        try:
+            for rel, data in package.files.items():
+                if _sha256(data) != package.digests.get(rel):
+                    raise ShippedCorrupt(f"the model file '{rel}' arrived with another sha256 than it left with")
+                target = inside(tmp, rel)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            (tmp / ".complete").write_text(json.dumps({"model_rel": package.model_rel}))
+            try:
+                tmp.rename(final)
+            except OSError:
+                if not (final / ".complete").is_file():
+                    raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final / package.model_rel if package.model_rel != "." else final
+
+
+def relocated(model_json: dict[str, Any], path: Path) -> dict[str, Any]:
+    return {**model_json, "config": {**(model_json.get("config") or {}), "model_path": str(path)}}
+
+
+def unreadable_inputs(workflow: WorkflowConfig) -> list[tuple[str, str]]:
+    """``(path, what names it)`` of the files and folders the workflow names that this node cannot read."""
+    named: list[tuple[str, str]] = []
+    if workflow.user_script is not None:
+        named.append((str(workflow.user_script), "user_script"))
+    if workflow.script_dir is not None:
+        named.append((str(workflow.script_dir), "script_dir"))
+    for name, data in workflow.data_configs.items():
+        where = f"data config '{name}'"
+        if data.user_script:
+            named.append((str(data.user_script), f"{where} user_script"))
+        for field in COMPONENT_FIELDS:
+            params = getattr(data, field).params
+            for key in ("data_path", "data_dir"):
+                if isinstance(params.get(key), str | Path):
+                    named.append((str(params[key]), f"{where} {field}.{key}"))
+    return [(path, what) for path, what in named if not os.access(path, os.R_OK)]
+
+
+def ship(store: CacheStore, touched: Iterable[tuple[str, str]], have: frozenset[str]) -> list[ShippedEntry]:
+    """The entries of ``store`` a trial used (``touched``) that the engine does not hold (``have``)."""
+    shipped: list[ShippedEntry] = []
+    for kind, key in dict.fromkeys(touched):
+        if key in have:
+            continue
+        if kind == "eval":
+            value = store.get_eval(key)
+            if value is not None:
+                shipped.append(ShippedEntry("eval", key, value=value))
+            continue
+        record = store.get_run(key, model_from_record)
+        if record is None:
+            continue
+        entry = Path(record["entry_dir"])
+        paths = [
+            p
+            for p in sorted(entry.rglob("*"))
+            if p.is_file() and not p.is_symlink() and p.relative_to(entry).as_posix() != RUN_RECORD
+        ]
+        size = sum(p.stat().st_size for p in paths)
+        remote = store.remote
+        if size > INLINE_LIMIT and remote is not None and remote.available and remote.config.upload:
+            if remote.manifest_exists(key) is False:
+                store.publish_run(key, record)  # a hit from an earlier run on this node, never uploaded
+            if remote.available:
+                shipped.append(ShippedEntry("run", key, via_remote=True))
+                continue
+        files = {p.relative_to(entry).as_posix(): p.read_bytes() for p in paths}
+        shipped.append(
+            ShippedEntry("run", key, record=record, files=files, digests={n: _sha256(d) for n, d in files.items()})
+        )
+    return shipped
+
+
+def node_name() -> str:
+    return socket.gethostname()
