@@ -390,7 +390,9 @@ class RayExecutor(TrialExecutor):
         self._reference_ref = self._package(context.reference_model_json, context.reference_hash)
         # The data files are put once for the whole search; each node-local node fetches each one once.
         data_packages, withheld = package_data(context.workflow)
-        self._data = ShippedData({p.path: ray.put(p) for p in data_packages}, withheld)
+        self._data = ShippedData(
+            {p.path: ray.put(p) for p in data_packages}, {p.path: p.sha256 for p in data_packages}, withheld
+        )
         self.data_out = sum(p.size for p in data_packages)
         cpus = float(ray.cluster_resources().get("CPU", 1))
         slots = max(1, int(cpus // max(num_cpus_per_trial, 1e-9)))

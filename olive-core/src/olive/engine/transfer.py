@@ -109,10 +109,12 @@ class DataPackage:
 
 @attrs.frozen
 class ShippedData:
-    """The data files of a search for node-local workers: Ray references to their :class:`DataPackage` by the path
-    the workflow names, and why each other data path was not shipped."""
+    """The data files of a search for node-local workers: Ray references to their :class:`DataPackage` and their
+    sha256 (so that a node holding a copy fetches nothing) by the path the workflow names, and why each other data
+    path was not shipped."""
 
     refs: dict[str, Any] = attrs.Factory(dict)
+    digests: dict[str, str] = attrs.Factory(dict)
     withheld: dict[str, str] = attrs.Factory(dict)
 
 
@@ -301,10 +303,14 @@ def relocated(model_json: dict[str, Any], path: Path) -> dict[str, Any]:
     return {**model_json, "config": {**(model_json.get("config") or {}), "model_path": str(path)}}
 
 
+def data_copy_path(store: CacheStore, path: str, sha256: str) -> Path:
+    return store.root / "inputs" / "data" / sha256 / (Path(path).name or "data")
+
+
 def data_file_on_node(store: CacheStore, package: DataPackage) -> Path:
     """The data file of ``package`` on this node, under ``inputs/data/<sha256>/`` of ``store`` with its own name:
     written once per node (a temp file renamed into place) after its sha256 checks out. Returns its path."""
-    final = store.root / "inputs" / "data" / package.sha256 / (Path(package.path).name or "data")
+    final = data_copy_path(store, package.path, package.sha256)
     if final.is_file():
         return final
     if _sha256(package.data) != package.sha256:
@@ -328,7 +334,13 @@ def data_on_node(
     wanted = {raw for raw, _ in data_paths(context.workflow) if raw in shipped.refs and not os.access(raw, os.R_OK)}
     if not wanted:
         return context
-    local = {raw: str(data_file_on_node(store, fetch(shipped.refs[raw]))) for raw in sorted(wanted)}
+    local: dict[str, str] = {}
+    for raw in sorted(wanted):
+        held = data_copy_path(store, raw, shipped.digests[raw]) if raw in shipped.digests else None
+        # A copy is only ever renamed into place whole, after its digest checked out.
+        local[raw] = str(
+            held if held is not None and held.is_file() else data_file_on_node(store, fetch(shipped.refs[raw]))
+        )
     # A copy of the whole context, rewritten in place: the passes' data configs (in the workflow and the plans) are
     # the same objects as the workflow's, and their per-role copies share its components, so one rewrite of each
     # component's params reaches every one of them.
