@@ -341,9 +341,9 @@ def data_on_node(
         local[raw] = str(
             held if held is not None and held.is_file() else data_file_on_node(store, fetch(shipped.refs[raw]))
         )
-    # A copy of the whole context, rewritten in place: the passes' data configs (in the workflow and the plans) are
-    # the same objects as the workflow's, and their per-role copies share its components, so one rewrite of each
-    # component's params reaches every one of them.
+    # A copy of the whole context, rewritten in place: a pass's data config is the workflow's own object, and a
+    # per-role copy (fit, judge) shares its components and so their one params dict; rewriting those dicts reaches
+    # every holder the deep copy keeps shared, while the context the task received stays as the engine sent it.
     context = copy.deepcopy(context)
     for data in context.workflow.data_configs.values():
         for field in COMPONENT_FIELDS:
