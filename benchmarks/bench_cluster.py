@@ -130,7 +130,7 @@ def measure(quick: bool, large_mb: int) -> dict[str, Any]:
             workflow["cache_dir"] = str(caches / tag)
             workflow.update(extra)
             before = dict(remote_module.TRANSFERRED)
-            executors.RAY_TRANSFER.update(models_out=0, entries_back=0, entries_via_remote=0)
+            executors.RAY_TRANSFER.update(models_out=0, data_out=0, entries_back=0, entries_via_remote=0)
             begin = time.perf_counter()
             output = olive.run(workflow)
             wall = time.perf_counter() - begin

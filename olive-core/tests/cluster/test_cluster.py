@@ -54,16 +54,24 @@ def _runs(cache: Path) -> set[str]:
 
 
 def test_two_nodes_sharing_nothing_give_the_process_footprint(tmp_path: Path, cluster: Cluster) -> None:
-    process = olive.run(_workflow(tmp_path, cluster, "process", {"type": "process", "max_workers": 2}))
+    from olive.engine import executors
+
+    # The data too lies in the folder the second node sees as an empty tmpfs: it reaches that node through Ray.
+    hidden = cluster.caches / f"{tmp_path.name}-data"
+    hidden.mkdir()
+    process = olive.run(_workflow(hidden, cluster, "process", {"type": "process", "max_workers": 2}))
     cluster.run_log.write_text("")
-    on_ray = olive.run(_workflow(tmp_path, cluster, "ray", _ray(cluster)))
+    on_ray = olive.run(_workflow(hidden, cluster, "ray", _ray(cluster)))
+    assert not [n.error for n in on_ray.footprint if n.status == "failed"]
     assert footprint_content(on_ray) == footprint_content(process)
     assert on_ray.best.model_id == process.best.model_id
     nodes = {json.loads(line).get("node") for line in cluster.run_log.read_text().splitlines()}
-    assert "node2" in nodes, nodes  # some trials ran on the node that cannot see the engine's cache...
+    assert "node2" in nodes, nodes  # some trials ran on the node that cannot see the engine's cache or the data...
     # ...and every model they made landed in the engine's cache, checked, as if run here.
     made = {n.model_id for n in on_ray.footprint if n.status == "ok"} - {on_ray.footprint[0].model_id}
-    assert len(_runs(cluster.caches / f"{tmp_path.name}-ray")) == len(made)
+    assert len(_runs(cluster.caches / f"{hidden.name}-ray")) == len(made)
+    # The data file went into Ray's object store once for the whole search, not once per trial.
+    assert executors.RAY_TRANSFER["data_out"] == (hidden / "calib.npz").stat().st_size
 
 
 def test_a_second_machine_is_served_from_the_remote_cache(tmp_path: Path, cluster: Cluster, s3: S3Server) -> None:
@@ -145,17 +153,24 @@ def test_storage_stopped_mid_run_finishes_from_local_work(
     assert len(_runs(cluster.caches / f"{tmp_path.name}-outage")) == len(made)
 
 
-def test_a_worker_that_cannot_read_the_data_fails_naming_it(tmp_path: Path, cluster: Cluster) -> None:
-    # The data lies in the folder the second node sees as an empty tmpfs: only the head's workers can read it.
+def test_a_data_file_too_large_to_ship_fails_naming_it(
+    tmp_path: Path, cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from olive.engine import transfer
+
+    # The data lies in the folder the second node sees as an empty tmpfs, and is over the limit of what is shipped:
+    # only the head's workers can read it.
     hidden = cluster.caches / f"{tmp_path.name}-data"
     hidden.mkdir()
     workflow = _workflow(hidden, cluster, "unreadable", _ray(cluster))
+    data = hidden / "calib.npz"
+    monkeypatch.setattr(transfer, "DATA_LIMIT", data.stat().st_size - 1)
     output = olive.run(workflow)
     failed = [n for n in output.footprint if n.status == "failed"]
     nodes = [json.loads(line).get("node") for line in cluster.run_log.read_text().splitlines()]
     assert failed, f"every trial ran on the head node; the second node was never asked (runs on: {nodes})"
-    data = str(hidden / "calib.npz")
-    assert all(data in n.error and "cannot read" in n.error for n in failed), [n.error for n in failed]
+    errors = [n.error for n in failed]
+    assert all(str(data) in e and "cannot read" in e and "over the" in e for e in errors), errors
 
 
 def test_cache_info_and_clean_work_on_the_remote(tmp_path: Path, cluster: Cluster, s3: S3Server) -> None:

@@ -18,9 +18,9 @@ Local workers are forked by default, so they inherit the engine's pass registry,
 registered in-process (tests, notebooks) and plugin passes; ``start_method: "spawn"`` or
 ``"forkserver"`` sends them the pickled search instead (passes must then be importable by module name).
 Ray workers always receive the pickled search: passes must be installed on every node. A Ray worker that does not
-see the engine's cache folder (another machine, no shared file system) runs node-local: its start model arrives
-once per node through Ray's object store and its results come back through Ray or the remote cache, checked by
-digest before they land in the engine's cache (:mod:`olive.engine.transfer`).
+see the engine's cache folder (another machine, no shared file system) runs node-local: its start model and the
+workflow's data files arrive once per node through Ray's object store, and its results come back through Ray or the
+remote cache, checked by digest before they land in the engine's cache (:mod:`olive.engine.transfer`).
 """
 
 from __future__ import annotations
@@ -44,10 +44,13 @@ from olive.engine.results import Status, StepResult, TrialEvent, TrialFailed
 from olive.engine.transfer import (
     NodeResult,
     ShippedCorrupt,
+    ShippedData,
+    data_on_node,
     land,
     model_on_node,
     node_cache_dir,
     node_name,
+    package_data,
     package_model,
     relocated,
     sees_engine_cache,
@@ -64,8 +67,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 #: What the last Ray search of this process moved through Ray's object store (for benchmarks): bytes of models put
-#: for node-local workers (each put once), bytes of entries shipped back, and entries that came through the remote.
-RAY_TRANSFER: dict[str, int] = {"models_out": 0, "entries_back": 0, "entries_via_remote": 0}
+#: for node-local workers (each put once), bytes of data files put for them (once per search), bytes of entries
+#: shipped back, and entries that came through the remote.
+RAY_TRANSFER: dict[str, int] = {"models_out": 0, "data_out": 0, "entries_back": 0, "entries_via_remote": 0}
 
 RAY_MISSING = (
     "search_strategy.executor: the 'ray' executor needs Ray, which is not installed; "
@@ -138,23 +142,20 @@ _NODE_CONTEXTS: dict[str, TrialContext] = {}
 
 
 def run_on_ray_node(
-    context: TrialContext, request: TrialRequest, have: frozenset[str], models: list[Any]
+    context: TrialContext,
+    request: TrialRequest,
+    have: frozenset[str],
+    models: list[Any],
+    data: ShippedData | None = None,
 ) -> NodeResult:
     """A whole trial as a Ray task: in the engine's cache where this node sees it, else node-local
     (:mod:`olive.engine.transfer`). ``models``: Ray references to the start and reference models' packages,
-    fetched only by a node-local worker that does not hold them yet."""
+    ``data``: to the workflow's data files, each fetched only by a node-local worker that does not hold it yet."""
+    data = data or ShippedData()
     if sees_engine_cache(context.cache_root, context.cache_session):
         return NodeResult(run_in_worker(context, request))
     node = node_name()
     try:
-        missing = unreadable_inputs(context.workflow)
-        if missing:
-            path, what = missing[0]
-            error = (
-                f"the Ray worker on node '{node}' cannot read '{path}' ({what}); every node must see the workflow's "
-                "data and scripts at the same path: copy them there, or keep them on a folder every node mounts"
-            )
-            return NodeResult([TrialFailed(error)], node_local=True, node=node)
         import ray
 
         local = _NODE_CONTEXTS.get(context.context_id)
@@ -165,9 +166,20 @@ def run_on_ray_node(
             if models[1] is not None:
                 path = model_on_node(store, context.reference_hash, lambda: ray.get(models[1]))
                 reference_json = relocated(reference_json, path)
-            local = attrs.evolve(context, cache_root=str(store.root), reference_model_json=reference_json)
+            local = data_on_node(store, context, data, ray.get)
+            local = attrs.evolve(local, cache_root=str(store.root), reference_model_json=reference_json)
             _NODE_CONTEXTS.clear()
             _NODE_CONTEXTS[context.context_id] = local
+        missing = unreadable_inputs(local.workflow)
+        if missing:
+            path, what = missing[0]
+            why = f": {data.withheld[path]}" if path in data.withheld else ""
+            error = (
+                f"the Ray worker on node '{node}' cannot read '{path}' ({what}){why}; every node must see the "
+                "workflow's scripts, data folders and data files too large to ship at the same path: copy them "
+                "there, or keep them on a folder every node mounts"
+            )
+            return NodeResult([TrialFailed(error)], node_local=True, node=node)
         worker = TrialWorker.for_context(local)
         if models[0] is not None:
             path = model_on_node(worker.cache, request.start_hash, lambda: ray.get(models[0]))
@@ -376,6 +388,12 @@ class RayExecutor(TrialExecutor):
         self.bytes_back = 0
         self.entries_via_remote = 0
         self._reference_ref = self._package(context.reference_model_json, context.reference_hash)
+        # The data files are put once for the whole search; each node-local node fetches each one once.
+        data_packages, withheld = package_data(context.workflow)
+        self._data = ShippedData(
+            {p.path: ray.put(p) for p in data_packages}, {p.path: p.sha256 for p in data_packages}, withheld
+        )
+        self.data_out = sum(p.size for p in data_packages)
         cpus = float(ray.cluster_resources().get("CPU", 1))
         slots = max(1, int(cpus // max(num_cpus_per_trial, 1e-9)))
         self.capacity = max(1, int(max_pending or 2 * slots))
@@ -393,7 +411,7 @@ class RayExecutor(TrialExecutor):
         self._next_id += 1
         # In a list, the references stay references: only a worker that needs a model fetches it.
         models = [self._package(request.start_json, request.start_hash), self._reference_ref]
-        ref = self._remote.remote(self._context_ref, request, frozenset(self._have), models)
+        ref = self._remote.remote(self._context_ref, request, frozenset(self._have), models, self._data)
         self._refs[ref] = self._next_id
         return self._next_id
 
@@ -441,7 +459,10 @@ class RayExecutor(TrialExecutor):
 
     def close(self, cancel: bool = False) -> None:
         RAY_TRANSFER.update(
-            models_out=self.bytes_out, entries_back=self.bytes_back, entries_via_remote=self.entries_via_remote
+            models_out=self.bytes_out,
+            data_out=self.data_out,
+            entries_back=self.bytes_back,
+            entries_via_remote=self.entries_via_remote,
         )
         if cancel:
             for ref in self._refs:

@@ -17,12 +17,22 @@ worker's do. Where it does not, the worker is *node-local*:
   run would write it (a temp folder renamed into place, under the run's lock), after checking every file's
   sha256 and the model's content hash; a result that does not check out is a failed step, never a silent one.
 
-The data files and scripts a workflow names are read where they are: a worker that cannot read one fails the
-trial with an error naming the path (:func:`unreadable_inputs`).
+- the data files the workflow's data configs name (``data_path`` / ``data_dir`` of a component) travel like the
+  model: the engine puts each regular file up to :data:`DATA_LIMIT` in Ray's object store once with its sha256
+  (:class:`DataPackage`); a node-local worker that cannot read the path writes it once per node under its node
+  cache's ``inputs/data/<sha256>/<name>``, checks the digest, and runs its trials with the data config's path
+  rewritten to that copy (:func:`data_on_node`). An evaluation's cache key is then made on that node from the copy's
+  path, so its entries differ from the engine's own for the same bytes (the footprint does not).
+
+A folder of data, a data file over :data:`DATA_LIMIT`, and the scripts a workflow names (its ``user_script``,
+``script_dir``, a data config's ``user_script``, and whatever a user script opens by itself) are read where they
+are: a worker that cannot read one fails the trial with an error naming the path and why it was not shipped
+(:func:`unreadable_inputs`).
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import logging
@@ -46,6 +56,7 @@ from olive.paths import UnsafeName, inside
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
+    from olive.engine.trial import TrialContext
     from olive.workflows.config import WorkflowConfig
 
 logger = logging.getLogger(__name__)
@@ -57,6 +68,11 @@ logger = logging.getLogger(__name__)
 #: past 64 MiB a few trials of a large model would fill it, and the worker's upload is made anyway (the remote
 #: caches every run), so only the engine's download is extra.
 INLINE_LIMIT = 64 << 20
+#: Data files up to this size are shipped to node-local workers through Ray's object store. Each is put once for the
+#: whole search and stays there while it runs, next to the models in flight, in the head's object store (30% of its
+#: memory by default); calibration and evaluation sets are far smaller. A larger file, or a folder, must be readable
+#: at its path on every node (copy it there, or mount it).
+DATA_LIMIT = 256 << 20
 WORKER_CACHE_ENV = "OLIVE_WORKER_CACHE_DIR"
 
 
@@ -76,6 +92,30 @@ class ModelPackage:
     @property
     def size(self) -> int:
         return sum(len(data) for data in self.files.values())
+
+
+@attrs.frozen
+class DataPackage:
+    """One data file a data config names, with its sha256, put in Ray's object store once."""
+
+    path: str
+    sha256: str
+    data: bytes
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+
+@attrs.frozen
+class ShippedData:
+    """The data files of a search for node-local workers: Ray references to their :class:`DataPackage` and their
+    sha256 (so that a node holding a copy fetches nothing) by the path the workflow names, and why each other data
+    path was not shipped."""
+
+    refs: dict[str, Any] = attrs.Factory(dict)
+    digests: dict[str, str] = attrs.Factory(dict)
+    withheld: dict[str, str] = attrs.Factory(dict)
 
 
 @attrs.frozen
@@ -136,6 +176,40 @@ def package_model(model_json: dict[str, Any], model_hash: str) -> ModelPackage |
     folder, rel, paths = found
     files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in paths}
     return ModelPackage(model_hash, rel, files, {name: _sha256(data) for name, data in files.items()})
+
+
+def data_paths(workflow: WorkflowConfig) -> list[tuple[str, str]]:
+    """``(path, what names it)`` of every data path (``data_path`` / ``data_dir``) of the workflow's data configs."""
+    named: list[tuple[str, str]] = []
+    for name, data in workflow.data_configs.items():
+        for field in COMPONENT_FIELDS:
+            params = getattr(data, field).params
+            for key in ("data_path", "data_dir"):
+                if isinstance(params.get(key), str | Path):
+                    named.append((str(params[key]), f"data config '{name}' {field}.{key}"))
+    return named
+
+
+def package_data(workflow: WorkflowConfig, limit: int | None = None) -> tuple[list[DataPackage], dict[str, str]]:
+    """The data files of ``workflow`` that can travel (regular files up to ``limit``, default :data:`DATA_LIMIT`),
+    and why each other data path cannot."""
+    limit = DATA_LIMIT if limit is None else limit
+    packages: dict[str, DataPackage] = {}
+    withheld: dict[str, str] = {}
+    for raw, _ in data_paths(workflow):
+        path = Path(raw)
+        if raw in packages or raw in withheld or not path.exists():
+            continue  # a missing file fails everywhere with the loader's own error
+        if not path.is_file():
+            withheld[raw] = "a folder is not shipped to Ray nodes"
+            continue
+        size = path.stat().st_size
+        if size > limit:
+            withheld[raw] = f"it is {size} bytes, over the {limit}-byte limit of data files shipped to Ray nodes"
+            continue
+        data = path.read_bytes()
+        packages[raw] = DataPackage(raw, _sha256(data), data)
+    return list(packages.values()), withheld
 
 
 def land(store: CacheStore, entry: ShippedEntry, model_of: Callable[[dict[str, Any]], Any]) -> None:
@@ -229,6 +303,57 @@ def relocated(model_json: dict[str, Any], path: Path) -> dict[str, Any]:
     return {**model_json, "config": {**(model_json.get("config") or {}), "model_path": str(path)}}
 
 
+def data_copy_path(store: CacheStore, path: str, sha256: str) -> Path:
+    return store.root / "inputs" / "data" / sha256 / (Path(path).name or "data")
+
+
+def data_file_on_node(store: CacheStore, package: DataPackage) -> Path:
+    """The data file of ``package`` on this node, under ``inputs/data/<sha256>/`` of ``store`` with its own name:
+    written once per node (a temp file renamed into place) after its sha256 checks out. Returns its path."""
+    final = data_copy_path(store, package.path, package.sha256)
+    if final.is_file():
+        return final
+    if _sha256(package.data) != package.sha256:
+        raise ShippedCorrupt(f"the data file '{package.path}' arrived with another sha256 than it left with")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.parent / f".{final.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+    try:
+        tmp.write_bytes(package.data)
+        tmp.replace(final)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return final
+
+
+def data_on_node(
+    store: CacheStore, context: TrialContext, shipped: ShippedData, fetch: Callable[[Any], DataPackage]
+) -> TrialContext:
+    """``context`` with each data path this node cannot read but that was shipped (``shipped``, fetched with
+    ``fetch`` from Ray's object store) rewritten to its copy on this node (:func:`data_file_on_node`); ``context``
+    itself when there is none."""
+    wanted = {raw for raw, _ in data_paths(context.workflow) if raw in shipped.refs and not os.access(raw, os.R_OK)}
+    if not wanted:
+        return context
+    local: dict[str, str] = {}
+    for raw in sorted(wanted):
+        held = data_copy_path(store, raw, shipped.digests[raw]) if raw in shipped.digests else None
+        # A copy is only ever renamed into place whole, after its digest checked out.
+        local[raw] = str(
+            held if held is not None and held.is_file() else data_file_on_node(store, fetch(shipped.refs[raw]))
+        )
+    # A copy of the whole context, rewritten in place: a pass's data config is the workflow's own object, and a
+    # per-role copy (fit, judge) shares its components and so their one params dict; rewriting those dicts reaches
+    # every holder the deep copy keeps shared, while the context the task received stays as the engine sent it.
+    context = copy.deepcopy(context)
+    for data in context.workflow.data_configs.values():
+        for field in COMPONENT_FIELDS:
+            params = getattr(data, field).params
+            for key in ("data_path", "data_dir"):
+                if isinstance(params.get(key), str | Path) and str(params[key]) in local:
+                    params[key] = local[str(params[key])]
+    return context
+
+
 def unreadable_inputs(workflow: WorkflowConfig) -> list[tuple[str, str]]:
     """``(path, what names it)`` of the files and folders the workflow names that this node cannot read."""
     named: list[tuple[str, str]] = []
@@ -237,14 +362,9 @@ def unreadable_inputs(workflow: WorkflowConfig) -> list[tuple[str, str]]:
     if workflow.script_dir is not None:
         named.append((str(workflow.script_dir), "script_dir"))
     for name, data in workflow.data_configs.items():
-        where = f"data config '{name}'"
         if data.user_script:
-            named.append((str(data.user_script), f"{where} user_script"))
-        for field in COMPONENT_FIELDS:
-            params = getattr(data, field).params
-            for key in ("data_path", "data_dir"):
-                if isinstance(params.get(key), str | Path):
-                    named.append((str(params[key]), f"{where} {field}.{key}"))
+            named.append((str(data.user_script), f"data config '{name}' user_script"))
+    named += data_paths(workflow)
     return [(path, what) for path, what in named if not os.access(path, os.R_OK)]
 
 
