@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -61,6 +62,8 @@ def _checked_remote(ctx: click.Context, param: click.Parameter, value: str | Non
         raise click.BadParameter(str(exc)) from None
 
 
+T = TypeVar("T")
+
 _REMOTE = click.option(
     "--remote",
     default=None,
@@ -71,22 +74,20 @@ _REMOTE = click.option(
 )
 
 
-def _remote_or_exit(url: str):
-    from olive.cache.remote import RemoteCache, RemoteCacheConfig
-
-    return RemoteCache(RemoteCacheConfig(url))
-
-
-def _remote_info(url: str, as_json: bool) -> None:
-    from olive.cache.remote import RemoteUnreachable
+def _ask_remote(url: str, ask: Callable[[Any], T]) -> T:
+    """Open the remote cache at ``url`` and call ``ask`` on it; a store that fails is one line and exit 1."""
+    from olive.cache.remote import RemoteCache, RemoteCacheConfig, RemoteUnreachable
     from olive.exceptions import OliveError
 
-    remote = _remote_or_exit(url)
     try:
-        info = remote.info()
+        return ask(RemoteCache(RemoteCacheConfig(url)))
     except (RemoteUnreachable, OliveError) as exc:
         error_line(f"remote cache '{url}': {exc}; check the URL, the endpoint and the credentials")
         sys.exit(EXIT_FAILED)
+
+
+def _remote_info(url: str, as_json: bool) -> None:
+    info = _ask_remote(url, lambda remote: remote.info())
     if as_json:
         click.echo(json.dumps(info, indent=2))
         return
@@ -101,15 +102,7 @@ def _remote_info(url: str, as_json: bool) -> None:
 
 
 def _remote_clean(url: str) -> None:
-    from olive.cache.remote import RemoteUnreachable
-    from olive.exceptions import OliveError
-
-    remote = _remote_or_exit(url)
-    try:
-        removed = remote.clean()
-    except (RemoteUnreachable, OliveError) as exc:
-        error_line(f"remote cache '{url}': {exc}; check the URL, the endpoint and the credentials")
-        sys.exit(EXIT_FAILED)
+    removed = _ask_remote(url, lambda remote: remote.clean())
     if removed < 0:
         error_line(f"{url} is not an Olive remote cache (no olive-remote-cache.json); not deleting anything there")
         sys.exit(EXIT_FAILED)
