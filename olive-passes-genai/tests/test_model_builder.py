@@ -119,3 +119,36 @@ def test_the_builders_messages_go_to_our_logger_not_to_the_terminal(qwen2_dir, t
     assert "quantize" not in printed.out + printed.err
     ours = [r.getMessage() for r in caplog.records if r.name == "olive_passes_genai.model_builder"]
     assert any("Reading layer 0" in m for m in ours) and any("built in" in m for m in ours)
+
+
+def test_the_builders_progress_reaches_the_runs_progress_bar(qwen2_dir, tmp_path):
+    import olive
+    from olive.passes import progress
+
+    seen: list[progress.PassProgress] = []
+    workflow = {
+        "input_model": {"type": "HfModel", "model_path": str(qwen2_dir)},
+        "passes": {"build": {"type": "ModelBuilder", "precision": "int4"}},
+        "cache_dir": str(tmp_path / "cache"),
+        "output_dir": str(tmp_path / "out"),
+    }
+    # The bar of `olive run` listens while the search runs and passes every report on to the listener before it.
+    with progress.listening(seen.append):
+        output = olive.run(workflow, show_progress=True)
+    assert output.best is not None and progress.listener() is None
+    layers = json.loads((qwen2_dir / "config.json").read_text())["num_hidden_layers"]
+    reports = [e for e in seen if e.owner == "ModelBuilder"]
+    assert reports and {e.total for e in reports} == {layers + 1}
+    done = [e.done for e in reports]
+    assert done == sorted(done) and done[-1] == layers + 1
+    assert [e.what for e in reports][-1] == "saved" and "layers" in {e.what for e in reports}
+
+
+def test_the_builders_progress_is_dropped_where_no_bar_listens(qwen2_dir, tmp_path, cpu, capfd):
+    from olive.passes import progress
+
+    assert progress.listener() is None
+    result = build(qwen2_dir, tmp_path / "out", cpu, precision="fp32")
+    assert (result.folder / "genai_config.json").exists()
+    printed = capfd.readouterr()
+    assert "Reading layer" not in printed.out + printed.err

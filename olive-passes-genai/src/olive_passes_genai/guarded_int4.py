@@ -133,12 +133,14 @@ class OnnxGuardedInt4(Pass):
         scratch = Path(tempfile.mkdtemp(prefix="olive-guarded-int4-"))
         try:
             sensitivity = {}
-            for name in targets:
+            for scored, name in enumerate(targets):
+                self.report_progress(scored, len(targets), "MatMuls scored")
                 alone = self._quantize(
                     model, config, scratch / "alone", nodes_to_exclude=[n for n in targets if n != name]
                 )
                 sensitivity[name] = _mean_kl(_Decoder(alone.folder), fit, fit_ref)
                 shutil.rmtree(scratch / "alone", ignore_errors=True)
+            self.report_progress(len(targets), len(targets), "MatMuls scored")
             order = sorted(targets, key=lambda n: -sensitivity[n])
             limit = math.floor(config.max_kept * len(targets))
             reached, kept, value = None, [], float("nan")

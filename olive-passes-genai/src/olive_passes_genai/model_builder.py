@@ -15,12 +15,16 @@ folder without a tokenizer. The builder's messages go to this module's logger (w
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import logging
 import re
 import shutil
+import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -276,7 +280,7 @@ class ModelBuilder(Pass):
         scratch = Path(tempfile.mkdtemp(prefix="olive-genai-build-"))
         start = time.perf_counter()
         try:
-            with routed_logs(logger, logging.INFO), onnxruntime_logs(logger):
+            with routed_logs(logger, logging.INFO), onnxruntime_logs(logger), _builder_progress(self, folder):
                 _create_model(folder, str(output), config.precision, target, str(scratch), options)
         except WorkflowConfigError:
             raise
@@ -299,6 +303,53 @@ class ModelBuilder(Pass):
             "genai": {"precision": config.precision, "execution_provider": target, "builder_options": options},
         }
         return GenAIModelHandler(str(output), model_attributes=attributes)
+
+
+# What the builder prints as it goes: one line per decoder layer read, one before it saves (and quantizes).
+_LAYER_LINE = re.compile(r"^Reading layer (\d+)\s*$")
+_SAVING_LINE = re.compile(r"^Saving ONNX model")
+
+
+class _ProgressLines(io.TextIOBase):
+    """A stdout that passes the builder's printed lines on and reports its layer loop as the pass's progress."""
+
+    def __init__(self, owner: Pass, forward: Any, layers: int | None):
+        self._owner, self._forward, self._partial = owner, forward, ""
+        self.total = None if layers is None else layers + 1  # the layers, then saving
+        self.done = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self._forward.write(text)
+        *lines, self._partial = (self._partial + text).split("\n")
+        for line in lines:
+            layer = _LAYER_LINE.match(line.strip())
+            if layer:
+                self.done = max(self.done, int(layer.group(1)) + 1)
+                self._owner.report_progress(self.done, self.total, "layers")
+            elif _SAVING_LINE.match(line.strip()):
+                self._owner.report_progress(self.done, self.total, "saving")
+        return len(text)
+
+    def flush(self) -> None:
+        self._forward.flush()
+
+
+@contextlib.contextmanager
+def _builder_progress(owner: Pass, folder: str) -> Iterator[None]:
+    """Report the builder's progress (a step per decoder layer, one for saving) while it runs in the block."""
+    try:
+        hf_config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+        layers = hf_config.get("num_hidden_layers") or (hf_config.get("text_config") or {}).get("num_hidden_layers")
+    except (OSError, ValueError, AttributeError):
+        layers = None
+    lines = _ProgressLines(owner, sys.stdout, int(layers) if isinstance(layers, int) else None)
+    with contextlib.redirect_stdout(lines):
+        yield
+    if lines.total is not None:
+        owner.report_progress(lines.total, lines.total, "saved")
 
 
 def _create_model(folder: str, output: str, precision: str, target: str, cache_dir: str, options: dict) -> None:

@@ -59,6 +59,7 @@ from olive.engine.transfer import (
 )
 from olive.engine.trial import TrialContext, TrialRequest, TrialWorker, model_from_record
 from olive.exceptions import OliveError, WorkflowConfigError
+from olive.passes.progress import PassProgress, listening, report_progress
 from olive.plugins.install_hints import install_line
 
 if TYPE_CHECKING:
@@ -208,7 +209,10 @@ def _worker_main(conn: Any, context: TrialContext) -> None:
             return
         if message is None:
             return
-        conn.send(run_in_worker(context, message))
+        # The pass's progress reports go to the engine's process ahead of the trial's events.
+        with listening(conn.send):
+            events = run_in_worker(context, message)
+        conn.send(events)
 
 
 class _Worker:
@@ -284,6 +288,9 @@ class ProcessExecutor(TrialExecutor):
                         result = worker.conn.recv()
                     except (EOFError, OSError):
                         self._worker_died(worker)
+                        continue
+                    if isinstance(result, PassProgress):
+                        report_progress(result.done, result.total, result.what, result.owner)
                         continue
                     trial_id = worker.current[0]
                     worker.current = None

@@ -17,6 +17,7 @@ from olive.passes.pass_config import (
     PassParamDefault,
     make_config_class,
 )
+from olive.passes.progress import report_progress
 from olive.passes.type_check import TypeMismatch, coerce_value, describe_type, value_choices
 from olive.paths import UnusablePath, resolve_user_path
 from olive.plugins.identity import identity_of
@@ -191,6 +192,12 @@ class Pass(ABC):
 
     def _initialize(self) -> None:
         """Runs once, before the first ``_run_for_config``; override for expensive setup."""
+
+    def report_progress(self, done: int, total: int | None = None, what: str = "") -> None:
+        """From ``_run_for_config``'s loop: ``done`` of ``total`` units of ``what`` are finished. ``olive run``'s
+        progress bar shows it as a line under the search's bar while the pass runs (in the engine's process or a
+        ``process`` executor's worker); where no bar is shown it does nothing."""
+        report_progress(done, total, what, owner=self.pass_name())
 
     # ----------------------------------------------------------------------------------------------
     # What the engine and tools call
