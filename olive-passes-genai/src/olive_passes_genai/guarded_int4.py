@@ -9,7 +9,9 @@ keeps as few as a stated goal allows, measured on the user's text:
    the text it was made on. In a workflow whose metrics judge on the same data config the pass sees only its
    fitting part, and the workflow's figures are measured on text the pass never saw.
 2. **Sensitivity**: each MatMul alone is quantized to int4 (k-quant, onnxruntime's ``KQuantWeightOnlyQuantConfig``)
-   and scored by the mean next-token KL against the float model on the calibration windows.
+   and scored by the mean next-token KL against the float model on the first ``rank_windows`` (2) fitting windows:
+   one run of the model per MatMul, which is most of the pass's time; the goal below is checked on every judging
+   window, so a coarser ranking can cost a keep more, never the goal.
 3. **Keeps**: the most sensitive MatMuls are kept at 8 bits, one more at a time (smallest model first), until
    the goal holds on the held-out windows: ``top1_agreement`` with the float model ``>= goal_value`` (default
    0.98), or ``perplexity_ratio`` (the model's perplexity over the float model's) ``<= goal_value``.
@@ -78,6 +80,13 @@ class OnnxGuardedInt4(Pass):
                 default_value=4,
                 description="MatMulNBits accuracy_level: 4 (int8 compute, the default), 1 fp32, 0 unset.",
             ),
+            "rank_windows": PassConfigParam(
+                type_=int | None,
+                default_value=2,
+                description="The MatMuls are ranked on this many of the fitting windows (None: all of them); the goal "
+                "is checked on every judging window whatever this is. Ranking runs the model once per MatMul, so this "
+                "sets most of the pass's time.",
+            ),
             "max_kept": PassConfigParam(
                 type_=float,
                 default_value=0.5,
@@ -91,6 +100,11 @@ class OnnxGuardedInt4(Pass):
         if config.goal_metric not in GOALS:
             raise PassParamError(
                 f"param 'goal_metric' is {config.goal_metric!r}; use one of {', '.join(GOALS)}", params="goal_metric"
+            )
+        if config.rank_windows is not None and config.rank_windows < 1:
+            raise PassParamError(
+                f"param 'rank_windows' is {config.rank_windows}; use 1 or more (or null: every fitting window)",
+                params="rank_windows",
             )
         if not 0 <= config.max_kept <= 1:
             raise PassParamError(f"param 'max_kept' is {config.max_kept}; use a share from 0 to 1", params="max_kept")
@@ -126,7 +140,8 @@ class OnnxGuardedInt4(Pass):
                 "smaller window (one window ranks, the next checks the goal)",
                 params="data_config" if config.data_config is not None else "data_path",
             )
-        fit_ref = [_log_softmax(float_model.window_logits(w)).astype(np.float32) for w in fit]
+        rank = fit if config.rank_windows is None else fit[: config.rank_windows]
+        rank_ref = [_log_softmax(float_model.window_logits(w)).astype(np.float32) for w in rank]
         judge_ref = [_log_softmax(float_model.window_logits(w)).astype(np.float32) for w in judge]
         ref_nll = _nll(judge_ref, judge)
         targets = list(quantizable_matmuls(_graph(model)))
@@ -138,7 +153,7 @@ class OnnxGuardedInt4(Pass):
                 alone = self._quantize(
                     model, config, scratch / "alone", nodes_to_exclude=[n for n in targets if n != name]
                 )
-                sensitivity[name] = _mean_kl(_Decoder(alone.folder), fit, fit_ref)
+                sensitivity[name] = _mean_kl(_Decoder(alone.folder), rank, rank_ref)
                 shutil.rmtree(scratch / "alone", ignore_errors=True)
             self.report_progress(len(targets), len(targets), "MatMuls scored")
             order = sorted(targets, key=lambda n: -sensitivity[n])
@@ -182,7 +197,8 @@ class OnnxGuardedInt4(Pass):
             "kept_at_8_bits": kept,
             "matmuls": len(targets),
             "sensitivity_kl": dict(sorted(sensitivity.items(), key=lambda kv: -kv[1])),
-            "split": f"{len(fit)} even windows rank, {len(judge)} odd windows check the goal ({config.window} tokens "
+            "split": f"{len(rank)} of {len(fit)} even windows rank, {len(judge)} odd windows check the goal "
+            f"({config.window} tokens "
             f"each, from {source})",
         }
         return result
