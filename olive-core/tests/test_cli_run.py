@@ -342,6 +342,20 @@ def test_a_file_where_a_folder_belongs_is_exit_2_before_any_pass_runs(
     assert not (tmp_path / "cache").exists() and not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("key", ["cache_dir", "output_dir"])
+@pytest.mark.parametrize("place", ["top", "engine"])
+def test_a_null_folder_is_exit_2_naming_the_key(tmp_path: Path, key: str, place: str) -> None:
+    data = base_workflow(tmp_path)
+    if place == "top":
+        data[key] = None
+    else:
+        data.pop(key, None)
+        data["engine"] = {key: None}
+    result = _invoke("run", "--config", str(_write(tmp_path / "wf.json", data)), "--dry-run")
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == f"Error: {key}: expected a string, got null"
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes through folder permissions")
 def test_a_read_only_cache_dir_is_exit_2_before_any_pass_runs(tmp_path: Path) -> None:
     (tmp_path / "ro").mkdir()

@@ -57,13 +57,13 @@ def one_of(names: Iterable[str] | Callable[[], Iterable[str]], *, optional: bool
 def path_field(
     *, must_exist: bool = False, kind: str | None = None, words: str = "a path string", empty_is_none: bool = False
 ) -> attrs.Converter:
-    """A converter to an absolute path, relative ones starting at the workflow file's folder (None, and a
-    ``Path`` a default made, stay as they are; with ``empty_is_none`` so does an empty value)."""
+    """A converter to an absolute path, relative ones starting at the workflow file's folder (a ``Path`` a
+    default made stays as it is; with ``empty_is_none`` an empty value or null is None, else null is an error)."""
 
     def convert(value: Any, field: attrs.Attribute[Any]) -> Any:
         if empty_is_none and not value:
             return None
-        if value is None or isinstance(value, Path):
+        if isinstance(value, Path):
             return value
         expect(value, str, field.name, words)
         return user_path(value, field.name, base_dir(), must_exist=must_exist, kind=kind)
