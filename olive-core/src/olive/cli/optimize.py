@@ -268,7 +268,7 @@ def _main(quantize_only: bool, output_default: str, params: dict[str, Any]) -> N
             rest = f"; left out: {'; '.join(left_out)}" if left_out else "; no other provider is installed"
             click.echo(f"Note:   --provider all on {options.device}: {searched}{rest} (olive eps lists them)")
         if params["dry_run"]:
-            click.echo(json.dumps(recipe.workflow, indent=2))
+            click.echo(json.dumps(recipe.document.to_json(), indent=2))
             _print_dry_run(prepared)
             return
         if output_dir.is_dir():
@@ -276,7 +276,7 @@ def _main(quantize_only: bool, output_default: str, params: dict[str, Any]) -> N
         try:
             output_dir.mkdir(parents=True, exist_ok=True)
             claim_files(output_dir, [WORKFLOW_FILE])
-            _write_text(workflow_path, json.dumps(recipe.workflow, indent=2) + "\n")
+            _write_text(workflow_path, json.dumps(recipe.document.to_json(), indent=2) + "\n")
         except OSError as exc:
             raise WorkflowConfigError(
                 f"cannot write into '{output_dir}' ({exc.strerror or exc})", owner="--output"
@@ -356,7 +356,7 @@ def _model_argument(argument: str | None, option: str | None) -> str:
 
 def _prepare(prepare: Any, recipe: Recipe) -> Any:
     try:
-        return prepare(recipe.workflow)
+        return prepare(recipe.document)
     except WorkflowConfigError as exc:
         # A provider the workflow names came from --provider: say so instead of the workflow's JSON path.
         if (exc.owner or "").startswith("systems."):
@@ -370,10 +370,10 @@ def _prepare(prepare: Any, recipe: Recipe) -> Any:
 
 def _print_plan(described: str, recipe: Recipe, size: int, options: OptimizeOptions, plugins: list[str]) -> None:
     passes = " > ".join(
-        f"{key} ({spec['type']})" if isinstance(spec, dict) else key for key, spec in recipe.workflow["passes"].items()
+        f"{key} ({spec['type']})" if isinstance(spec, dict) else key for key, spec in recipe.document.passes.items()
     )
     click.echo(f"Model:  {described}")
-    if recipe.workflow["search_strategy"].get("stop_when_goals_met"):
+    if recipe.document.search_strategy.stop_when_goals_met:
         click.echo(f"Search: {passes}; up to {size} candidate(s), stopping at the first that keeps every keep")
     else:
         click.echo(f"Search: {passes}; {size} candidate(s)")

@@ -195,13 +195,11 @@ _OPTION_OF = {"--model.type": "--model", "--model.model_path": "--model", "--mod
 def _input_model(model_path: Path, task: str | None) -> OliveModelHandler:
     """An ONNX model, or (a folder with a config.json and no .onnx file, or ``--task`` given) a Hugging Face one."""
     from olive.model.handler import ONNXModelHandler
+    from olive.model.onnx_facts import is_hugging_face_folder
     from olive.model.types import handler_from_config
 
     path = user_path(str(model_path), "--model", None, must_exist=True)
-    hugging_face = task is not None or (
-        path.is_dir() and (path / "config.json").is_file() and not any(path.glob("*.onnx"))
-    )
-    if not hugging_face:
+    if task is None and not is_hugging_face_folder(path):
         return ONNXModelHandler(str(path))
     fields = {"type": "HfModel", "model_path": str(path), **({"task": task} if task is not None else {})}
     try:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from olive.config_errors import expect, quoted, user_path
 from olive.exceptions import ModelLoadError, WorkflowConfigError, closest_match_hint
 from olive.measure.sessions import create_session
+from olive.model.onnx_facts import GraphFacts, find_onnx_file, graph_facts
 from olive.model.onnx_scan import NUMPY_DTYPES, DecodeError, OnnxFileFacts, onnx_file_facts
 from olive.paths import UnsafeName, check_plain_name
 
@@ -89,6 +90,10 @@ class ONNXModelHandler(OliveModelHandler):
         self.external_initializers_file_name = external_initializers_file_name
         self.constant_inputs_file_name = constant_inputs_file_name
         self._resolved_path: str | None = None
+        # What the file's graph declares, read on first need and kept: the model of a workflow does not change
+        # while the workflow is prepared and run, and a large graph is costly to walk.
+        self._file_facts: OnnxFileFacts | None = None
+        self._graph_facts: GraphFacts | None = None
 
     @classmethod
     def from_config(cls, fields: Mapping[str, Any], json_path: str, base_dir: Path) -> ONNXModelHandler:
@@ -132,15 +137,7 @@ class ONNXModelHandler(OliveModelHandler):
                     f"ONNX model folder '{path}' has no file '{self.onnx_file_name}'; fix onnx_file_name"
                 )
             return str(candidate)
-        found = sorted(path.glob("*.onnx"))
-        if len(found) == 1:
-            return str(found[0])
-        if not found:
-            raise ModelLoadError(f"ONNX model folder '{path}' holds no .onnx file; point model_path at the model")
-        raise ModelLoadError(
-            f"ONNX model folder '{path}' holds several .onnx files ({', '.join(f.name for f in found)}); "
-            "set onnx_file_name to pick one"
-        )
+        return str(find_onnx_file(path))
 
     @property
     def model_dir(self) -> str:
@@ -157,12 +154,25 @@ class ONNXModelHandler(OliveModelHandler):
         if not has_graph:
             raise ModelLoadError(f"'{self.model_path}' is not a valid ONNX model (it holds no graph); check the file")
 
+    def graph_facts(self) -> GraphFacts | None:
+        """What the graph declares and holds (:mod:`olive.model.onnx_facts`), from the same read as every other
+        fact of this handler; None when the scan cannot decode the file."""
+        if self._graph_facts is None:
+            facts = self._facts()
+            if facts is None:
+                return None
+            self._graph_facts = graph_facts(facts)
+        return self._graph_facts
+
     def _facts(self) -> OnnxFileFacts | None:
-        """The file's graph inputs, outputs and external data locations, read without its weights (once per
-        file and process); None when the scan cannot decode it."""
+        """The file's graph inputs, outputs, nodes and external data locations, read without its weights (once
+        per handler, and per file and process); None when the scan cannot decode it."""
+        if self._file_facts is not None:
+            return self._file_facts
         path = self.model_path
         try:
-            return onnx_file_facts(path)
+            self._file_facts = onnx_file_facts(path)
+            return self._file_facts
         except (DecodeError, RecursionError):
             # Subgraphs nested past Python's stack (a hostile file): onnx's own parser refuses it, in its words.
             return None

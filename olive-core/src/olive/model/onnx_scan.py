@@ -29,7 +29,7 @@ _GRAPH_NODE, _GRAPH_INITIALIZER, _GRAPH_INPUT, _GRAPH_OUTPUT = 1, 5, 11, 12
 # FunctionProto
 _FUNCTION_NODE = 7
 # NodeProto / AttributeProto
-_NODE_ATTRIBUTE = 5
+_NODE_INPUT, _NODE_OUTPUT, _NODE_OP_TYPE, _NODE_ATTRIBUTE = 1, 2, 4, 5
 _ATTR_T, _ATTR_G, _ATTR_TENSORS, _ATTR_GRAPHS = 5, 6, 10, 11
 # TensorProto
 _TENSOR_NAME, _TENSOR_EXTERNAL_DATA, _TENSOR_DATA_LOCATION = 8, 13, 14
@@ -59,16 +59,26 @@ class ValueInfo:
 
 
 @attrs.frozen
+class NodeInfo:
+    """A node of the main graph: its op type and the names of the values it reads and writes."""
+
+    op_type: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+
+
+@attrs.frozen
 class OnnxFileFacts:
     """What :func:`scan_onnx_file` found: whether there is a graph, the main graph's inputs (initializers
-    excluded: see :attr:`initializer_names`), outputs, and the external data locations of every tensor, in the
-    order ``onnx.external_data_helper._get_all_tensors`` visits them."""
+    excluded: see :attr:`initializer_names`), outputs and nodes, and the external data locations of every tensor,
+    in the order ``onnx.external_data_helper._get_all_tensors`` visits them."""
 
     has_graph: bool
     inputs: tuple[ValueInfo, ...]
     outputs: tuple[ValueInfo, ...]
     initializer_names: frozenset[str]
     external_locations: tuple[str, ...]
+    nodes: tuple[NodeInfo, ...] = ()
 
 
 # Numpy's names of the element types (``onnx.helper.tensor_dtype_to_np_dtype``) whose names never change; any
@@ -126,6 +136,13 @@ def scan_onnx_file(path: str | Path) -> OnnxFileFacts:
                 return _Scanner(view).model()
             finally:
                 view.release()
+
+
+def scan_onnx_bytes(data: bytes) -> OnnxFileFacts:
+    """:func:`scan_onnx_file` of a serialized model held in memory (``ModelProto.SerializeToString()``)."""
+    if not data:
+        return OnnxFileFacts(False, (), (), frozenset(), ())
+    return _Scanner(memoryview(data)).model()
 
 
 class _Scanner:
@@ -213,7 +230,21 @@ class _Scanner:
         for start, end in functions:
             function_nodes = [(s, e) for n, w, s, e in self.fields(start, end) if n == _FUNCTION_NODE and w == _LENGTH]
             self._attribute_locations(function_nodes, locations)
-        return OnnxFileFacts(bool(graphs), tuple(inputs), tuple(outputs), names, tuple(locations))
+        main_nodes = tuple(self._node(start, end) for start, end in nodes)
+        return OnnxFileFacts(bool(graphs), tuple(inputs), tuple(outputs), names, tuple(locations), main_nodes)
+
+    def _node(self, start: int, end: int) -> NodeInfo:
+        op_type, inputs, outputs = "", [], []
+        for number, wire, f_start, f_end in self.fields(start, end):
+            if wire != _LENGTH:
+                continue
+            if number == _NODE_INPUT:
+                inputs.append(self._text(f_start, f_end))
+            elif number == _NODE_OUTPUT:
+                outputs.append(self._text(f_start, f_end))
+            elif number == _NODE_OP_TYPE:
+                op_type = self._text(f_start, f_end)
+        return NodeInfo(op_type, tuple(inputs), tuple(outputs))
 
     def _value_info(self, start: int, end: int) -> ValueInfo:
         name, elem_type, dims = "", None, []

@@ -5,20 +5,32 @@ plugin (``olive.models`` entry points) about a model folder, and returns :class:
 outputs, whether it is a transformer whose attention onnxruntime can fuse, which input is the attention mask,
 whether its outputs are class scores or vectors, and where its tokenizer is.
 
-Which path is which: an ``.onnx`` file, or a folder holding one ``.onnx`` file, is an ONNX model; a folder with
-a ``config.json`` and no ``.onnx`` file is a Hugging Face model (``HfModel``, from ``olive-passes-torch``).
+Which path is which, and what a graph holds, are the model's rules (:mod:`olive.model.onnx_facts`): an ``.onnx``
+file, or a folder holding one ``.onnx`` file, is an ONNX model; a folder with a ``config.json`` and no ``.onnx``
+file is a Hugging Face model (``HfModel``, from ``olive-passes-torch``). An ONNX model's facts keep the handler
+that read them (:attr:`ModelFacts.handler`), which the workflow then starts from.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from olive.exceptions import ModelLoadError, WorkflowConfigError, closest_match_hint
+from olive.model.handler import OliveModelHandler, ONNXModelHandler
+from olive.model.onnx_facts import (
+    FUSED_ATTENTION_OPS,
+    GraphFacts,
+    NoSingleOnnxFile,
+    find_onnx_file,
+    graph_facts,
+    is_hugging_face_folder,
+    mask_input,
+)
+from olive.model.onnx_scan import scan_onnx_bytes
 from olive.model.types import handler_from_config
 
 __all__ = ["FUSED_ATTENTION_OPS", "TOKENIZER_FILES", "ModelFacts", "model_facts_from_onnx", "read_model_facts"]
@@ -26,15 +38,9 @@ __all__ = ["FUSED_ATTENTION_OPS", "TOKENIZER_FILES", "ModelFacts", "model_facts_
 OPTION = "MODEL"
 #: files a folder holds when a tokenizer was saved in it (``tokenizer.save_pretrained``)
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "spiece.model")
-#: onnxruntime's fused attention ops: a graph holding them was fused already
-FUSED_ATTENTION_OPS = ("Attention", "MultiHeadAttention", "GroupQueryAttention", "PackedAttention")
 # A Hugging Face hub name (owner/name): the same rule and words as the HfModel type's (olive-passes-torch), which
 # olive-core cannot ask before the plugin is installed.
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-# Ops an unfused attention block has between the scores MatMul and the Softmax (scale, mask) and between the
-# Softmax and the context MatMul (dropout, casts): the walk looks through them only.
-_SCORE_OPS = {"Add", "Mul", "Div", "Sub", "Where", "Cast", "Reshape", "Transpose", "Expand"}
-_PROB_OPS = {"Dropout", "Cast", "Where", "Reshape", "Identity"}
 # Outputs whose values are class scores: agreement on them is the predicted class (top1).
 _CLASS_SCORE_WORDS = ("logit", "prob", "score", "class", "label")
 # Tasks of a Hugging Face model whose output is class (or token) scores.
@@ -58,6 +64,8 @@ class ModelFacts:
     :param task: a Hugging Face model's task.
     :param op_counts: op type -> nodes (ONNX only).
     :param max_sequence_length: the longest input the model takes (its position table), when known.
+    :param handler: the handler that read an ONNX model's graph, holding what it read: the workflow built from
+        these facts starts from it, so the file is read once.
     """
 
     model_type: str
@@ -73,6 +81,7 @@ class ModelFacts:
     task: str | None = None
     op_counts: dict[str, int] = attrs.field(factory=dict)
     max_sequence_length: int | None = None
+    handler: OliveModelHandler | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def is_onnx(self) -> bool:
@@ -141,16 +150,17 @@ def read_model_facts(model: str | Path, task: str | None = None, owner: str = OP
         )
     path = path.resolve()
     if path.is_dir():
-        onnx_files = sorted(path.glob("*.onnx"))
-        if len(onnx_files) == 1 and task is None:
-            return _onnx_facts(onnx_files[0], owner)
-        if len(onnx_files) > 1 and task is None:
-            raise WorkflowConfigError(
-                f"'{model}' holds {len(onnx_files)} .onnx files ({', '.join(f.name for f in onnx_files[:4])}); "
-                "name the file",
-                owner=owner,
-            )
-        if (path / "config.json").is_file() or task is not None:
+        if task is None:
+            try:
+                return _onnx_facts(find_onnx_file(path), owner)
+            except NoSingleOnnxFile as exc:
+                if exc.found:
+                    raise WorkflowConfigError(
+                        f"'{model}' holds {len(exc.found)} .onnx files "
+                        f"({', '.join(f.name for f in exc.found[:4])}); name the file",
+                        owner=owner,
+                    ) from None
+        if task is not None or is_hugging_face_folder(path):
             return _hf_facts(path, task, owner)
         raise WorkflowConfigError(
             f"'{model}' is a folder with neither an .onnx file nor a Hugging Face config.json; give an ONNX file "
@@ -191,98 +201,52 @@ def _looks_local(path: Path, given: str) -> str | None:
 
 
 def _onnx_facts(path: Path, owner: str) -> ModelFacts:
+    handler = ONNXModelHandler(str(path))
+    try:
+        graph = handler.graph_facts()
+    except ModelLoadError as exc:
+        raise WorkflowConfigError(exc.reason, owner=owner) from None
+    if graph is None or not graph.has_nodes:
+        _unreadable(path, owner)
+    return _model_facts(graph, path, handler)
+
+
+def _unreadable(path: Path, owner: str) -> None:
+    """Raise what is wrong with a file whose scan found no graph, in onnx's own words when it has some."""
     import onnx
 
     try:
-        proto = onnx.load(str(path), load_external_data=False)
+        onnx.load(str(path), load_external_data=False)
     except Exception as exc:
         raise WorkflowConfigError(
             f"'{path}' cannot be read as an ONNX model ({type(exc).__name__}: {' '.join(str(exc).split())[:200]}); "
             "give an .onnx file (or a Hugging Face folder)",
             owner=owner,
         ) from None
-    if not proto.graph.node:
-        raise WorkflowConfigError(f"'{path}' holds an ONNX graph without nodes; nothing to optimize", owner=owner)
-    return model_facts_from_onnx(proto, path)
+    raise WorkflowConfigError(f"'{path}' holds an ONNX graph without nodes; nothing to optimize", owner=owner)
 
 
 def model_facts_from_onnx(proto: Any, path: Path) -> ModelFacts:
     """The facts of an ONNX graph (``onnx.ModelProto``) saved at ``path``."""
-    from onnx import helper
+    return _model_facts(graph_facts(scan_onnx_bytes(proto.SerializeToString())), path)
 
-    initializers = {init.name for init in proto.graph.initializer}
 
-    def described(values: Any) -> tuple[tuple[str, tuple[Any, ...], str], ...]:
-        result = []
-        for value in values:
-            if value.name in initializers:
-                continue
-            tensor = value.type.tensor_type
-            dims = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in tensor.shape.dim)
-            try:
-                dtype = str(helper.tensor_dtype_to_np_dtype(tensor.elem_type))
-            except Exception:  # an element type numpy has no name for (bfloat16, float8...)
-                dtype = f"onnx:{tensor.elem_type}"
-            result.append((value.name, dims, dtype))
-        return tuple(result)
-
-    inputs, outputs = described(proto.graph.input), described(proto.graph.output)
-    ops = Counter(node.op_type for node in proto.graph.node)
-    first_output = outputs[0][0].lower() if outputs else ""
+def _model_facts(graph: GraphFacts, path: Path, handler: OliveModelHandler | None = None) -> ModelFacts:
+    first_output = graph.outputs[0][0].lower() if graph.outputs else ""
     folder = path.parent
     return ModelFacts(
         model_type="ONNXModel",
         path=path,
-        inputs=inputs,
-        outputs=outputs,
-        attention_blocks=count_attention_blocks(proto),
-        fused=any(op in ops for op in FUSED_ATTENTION_OPS),
-        decoder_with_past=any("past" in name.lower() for name, _, _ in inputs),
-        mask_input=_mask_input([name for name, _, _ in inputs]),
+        inputs=graph.inputs,
+        outputs=graph.outputs,
+        attention_blocks=graph.attention_blocks,
+        fused=graph.fused,
+        decoder_with_past=any("past" in name.lower() for name, _, _ in graph.inputs),
+        mask_input=graph.mask_input,
         classifier=any(word in first_output for word in _CLASS_SCORE_WORDS),
         tokenizer_dir=folder if any((folder / name).is_file() for name in TOKENIZER_FILES) else None,
-        op_counts=dict(ops),
-    )
-
-
-def _mask_input(names: list[str]) -> str | None:
-    exact = [n for n in names if n == "attention_mask"]
-    if exact:
-        return exact[0]
-    masks = [n for n in names if "mask" in n.lower()]
-    return masks[0] if len(masks) == 1 else None
-
-
-def count_attention_blocks(proto: Any) -> int:
-    """How many Softmax nodes sit between a scores MatMul and a context MatMul (unfused attention)."""
-    producers = {out: node for node in proto.graph.node for out in node.output}
-    consumers: dict[str, list[Any]] = {}
-    for node in proto.graph.node:
-        for name in node.input:
-            consumers.setdefault(name, []).append(node)
-
-    def back(name: str, depth: int) -> bool:
-        node = producers.get(name)
-        if node is None or depth > 6:
-            return False
-        if node.op_type == "MatMul":
-            return True
-        return node.op_type in _SCORE_OPS and any(back(i, depth + 1) for i in node.input)
-
-    def forward(name: str, depth: int) -> bool:
-        if depth > 4:
-            return False
-        for node in consumers.get(name, []):
-            if node.op_type == "MatMul":
-                return True
-            if node.op_type in _PROB_OPS and any(forward(o, depth + 1) for o in node.output):
-                return True
-        return False
-
-    return sum(
-        1
-        for node in proto.graph.node
-        if node.op_type == "Softmax" and back(node.input[0], 0) and forward(node.output[0], 0)
+        op_counts=graph.op_counts,
+        handler=handler,
     )
 
 
@@ -309,7 +273,7 @@ def _hf_facts(path: Path, task: str | None, owner: str) -> ModelFacts:
         where = "--task" if (exc.owner or "").endswith(".task") else owner
         raise WorkflowConfigError(exc.reason, owner=where) from exc
     outputs = tuple((name, (), "float32") for name in output_names)
-    mask = _mask_input(names) if names else None
+    mask = mask_input(names) if names else None
     has_tokenizer = any((path / name).is_file() for name in TOKENIZER_FILES)
     positions = getattr(handler, "max_positions", None)
     return ModelFacts(

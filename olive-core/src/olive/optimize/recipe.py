@@ -68,6 +68,13 @@ from olive.optimize.facts import ModelFacts
 from olive.optimize.keep import CLASSIFIER_KEEPS, DECODER_KEEPS, EMBEDDING_KEEPS, GUARD_METRICS, Keep
 from olive.optimize.options import DEFAULT_MAX_LENGTH, OptimizeOptions
 from olive.plugins.install_hints import distribution_of_pass, install_line
+from olive.workflows.document import (
+    AcceleratorEntry,
+    InputModelEntry,
+    SearchEntry,
+    SystemEntry,
+    WorkflowDocument,
+)
 
 __all__ = [
     "DEFAULT_PROVIDERS",
@@ -119,7 +126,7 @@ class Installed:
 class Recipe:
     """A workflow and what to tell the user about it before it runs."""
 
-    workflow: dict[str, Any]
+    document: WorkflowDocument
     keeps: tuple[Keep, ...]
     #: the latency ratio to the input model the chosen model must stay within (None: the fastest)
     latency_budget: float | None = None
@@ -127,6 +134,11 @@ class Recipe:
     synthetic: bool = False
     #: a decoder's workflow (generative metrics; :func:`_decoder_workflow`)
     decoder: bool = False
+
+    @property
+    def workflow(self) -> dict[str, Any]:
+        """The workflow file's content."""
+        return self.document.to_json()
 
     @property
     def objective(self) -> str:
@@ -236,52 +248,59 @@ def build_workflow(facts: ModelFacts, options: OptimizeOptions, installed: Insta
             "less than agreement on real data; give --data FILE (samples like those the model serves) to judge it "
             "on them and to let the accuracy guard keep sensitive nodes in float"
         )
-    workflow = _workflow_frame(facts, options, installed, _metrics(facts, options, data, keeps))
-    workflow["passes"] = passes
-    max_length = _max_length(facts, options, data)
-    config = data_config(data, options.max_samples, options.batch_size, max_length)
-    if config is not None:
-        workflow["data_configs"].append(config)
-    if data.validation is not None:
-        judged = data_config(data.validation, options.max_samples, options.batch_size, max_length, VALIDATION_NAME)
-        if judged is not None:
-            workflow["data_configs"].append(judged)
-    if (
+    # The guard's targets run loosest first: the first model that keeps everything is the fastest that does.
+    stop = (
         "quantize" in passes
         and isinstance(passes["quantize"].get("target_value"), dict)
         and options.latency_budget is None
-    ):
-        # The guard's targets run loosest first: the first model that keeps everything is the fastest that does.
-        workflow["search_strategy"]["stop_when_goals_met"] = True
+    )
+    metrics = _metrics(facts, options, data, keeps)
+    configs = _data_configs(data, options, _max_length(facts, options, data))
+    workflow = _document(facts, options, installed, metrics, passes, configs, stop)
     return Recipe(workflow, tuple(keeps), options.latency_budget, tuple(notes), data.synthetic)
 
 
-def _workflow_frame(
-    facts: ModelFacts, options: OptimizeOptions, installed: Installed, metrics: list[dict[str, Any]]
-) -> dict[str, Any]:
-    """The keys every ``olive optimize`` workflow has, around its passes and metrics."""
-    return {
-        "workflow_id": WORKFLOW_ID,
-        "input_model": _input_model(facts, options),
-        "systems": {SYSTEM: {"type": "LocalSystem", "accelerators": [_accelerator(options, installed)]}},
-        "target": SYSTEM,
-        "data_configs": [],
-        "evaluators": {EVALUATOR: {"metrics": metrics}},
-        "evaluator": EVALUATOR,
-        "evaluate_input_model": True,
-        "passes": {},
-        "search_strategy": {
-            "execution_order": "joint",
-            "sampler": "sequential",
-            "max_samples": 0,
-            "seed": 0,
-            **({"max_time": options.max_time} if options.max_time is not None else {}),
-        },
+def _data_configs(data: DataSource, options: OptimizeOptions, length: int) -> list[dict[str, Any]]:
+    """The fitting data's config, then the judging data's when it is given apart."""
+    configs = [data_config(data, options.max_samples, options.batch_size, length)]
+    if data.validation is not None:
+        configs.append(data_config(data.validation, options.max_samples, options.batch_size, length, VALIDATION_NAME))
+    return [config for config in configs if config is not None]
+
+
+def _document(
+    facts: ModelFacts,
+    options: OptimizeOptions,
+    installed: Installed,
+    metrics: list[dict[str, Any]],
+    passes: dict[str, Any],
+    data_configs: list[dict[str, Any]],
+    stop_when_goals_met: bool,
+) -> WorkflowDocument:
+    """Every ``olive optimize`` workflow: its passes, data and metrics on the target, judged in one evaluator."""
+    return WorkflowDocument(
+        workflow_id=WORKFLOW_ID,
+        input_model=_input_model(facts),
+        systems={SYSTEM: SystemEntry(type="LocalSystem", accelerators=[_accelerator(options, installed)])},
+        target=SYSTEM,
+        data_configs=data_configs,
+        evaluators={EVALUATOR: {"metrics": metrics}},
+        evaluator=EVALUATOR,
+        evaluate_input_model=True,
+        passes=passes,
+        search_strategy=SearchEntry(
+            execution_order="joint",
+            sampler="sequential",
+            max_samples=0,
+            seed=0,
+            max_time=options.max_time,
+            stop_when_goals_met=stop_when_goals_met,
+        ),
         # Without one, the workflow shares the per-user cache, as `olive run` of the written workflow does.
-        **({"cache_dir": str(options.cache_dir)} if options.cache_dir is not None else {}),
-        "output_dir": str(options.output_dir),
-        "log_severity_level": 2,
-    }
+        cache_dir=str(options.cache_dir) if options.cache_dir is not None else None,
+        output_dir=str(options.output_dir),
+        log_severity_level=2,
+    )
 
 
 def _max_length(facts: ModelFacts, options: OptimizeOptions, data: DataSource) -> int:
@@ -649,19 +668,10 @@ def _decoder_workflow(facts: ModelFacts, options: OptimizeOptions, installed: In
             )
     judged = VALIDATION_NAME if data.validation is not None else DATA_NAME
     metrics = _decoder_metrics(keeps, judged if text else None, window)
-    workflow = _workflow_frame(facts, options, installed, metrics)
-    workflow["passes"] = passes
     # The HfModel is not evaluated itself: every figure compares with the first pass's output, the float build.
-    config = data_config(data, options.max_samples, options.batch_size, window)
-    if config is not None:
-        workflow["data_configs"].append(config)
-    if data.validation is not None:
-        judging = data_config(data.validation, options.max_samples, options.batch_size, window, VALIDATION_NAME)
-        if judging is not None:
-            workflow["data_configs"].append(judging)
-    if isinstance(passes.get("quantize", {}).get("goal_value"), dict):
-        # The guard's goals run loosest first: the first model that keeps everything is the smallest that does.
-        workflow["search_strategy"]["stop_when_goals_met"] = True
+    # The guard's goals run loosest first: the first model that keeps everything is the smallest that does.
+    stop = isinstance(passes.get("quantize", {}).get("goal_value"), dict)
+    workflow = _document(facts, options, installed, metrics, passes, _data_configs(data, options, window), stop)
     if text and data.text_field != "text":
         notes.append(f"--data: the text of each sample is its field '{data.text_field}' (its only field)")
     if text and data.path is not None and (data.samples or 0) > options.max_samples:
@@ -808,17 +818,15 @@ def _decoder_metrics(keeps: tuple[Keep, ...], judged: str | None, window: int) -
 
 
 # --------------------------------------------------------------------------------------------- model, target
-def _input_model(facts: ModelFacts, options: OptimizeOptions) -> dict[str, Any]:
-    model: dict[str, Any] = {"type": facts.model_type, "model_path": str(facts.path)}
-    if facts.task is not None and facts.model_type == "HfModel":
-        model["task"] = facts.task
-    return model
+def _input_model(facts: ModelFacts) -> InputModelEntry:
+    task = facts.task if facts.model_type == "HfModel" else None
+    return InputModelEntry(type=facts.model_type, model_path=str(facts.path), task=task, handler=facts.handler)
 
 
-def _accelerator(options: OptimizeOptions, installed: Installed) -> dict[str, Any]:
+def _accelerator(options: OptimizeOptions, installed: Installed) -> AcceleratorEntry:
     names = list(options.providers) or [DEFAULT_PROVIDERS[options.device]]
     entries: list[Any] = []
     for name in names:
         searched = installed.plugin_providers.get(name)
         entries.append([name, dict.fromkeys(searched, "SEARCHABLE_VALUES")] if searched else name)
-    return {"device": options.device, "execution_providers": entries}
+    return AcceleratorEntry(device=options.device, execution_providers=entries)

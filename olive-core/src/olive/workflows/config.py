@@ -41,8 +41,10 @@ from olive.config_errors import (
 from olive.evaluator.metric import parse_metrics
 from olive.exceptions import ModelLoadError, WorkflowConfigError, closest_match_hint
 from olive.measure.sessions import check_inference_settings
+from olive.model.handler import OliveModelHandler
 from olive.model.types import handler_from_config
 from olive.paths import UnusablePath, resolve_user_path
+from olive.workflows.document import WorkflowDocument
 
 logger = logging.getLogger(__name__)
 
@@ -116,12 +118,19 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
 
 
 def load_workflow_config(
-    path_or_dict: str | Path | Mapping[str, Any] | WorkflowConfig, **overrides: Any
+    path_or_dict: str | Path | Mapping[str, Any] | WorkflowDocument | WorkflowConfig, **overrides: Any
 ) -> WorkflowConfig:
-    """Read and validate a workflow. ``overrides`` replace top-level keys (e.g. ``output_dir``)."""
+    """Read and validate a workflow. ``overrides`` replace top-level keys (e.g. ``output_dir``).
+
+    A :class:`WorkflowDocument` is checked as its file would be, and its input model is the handler it carries.
+    """
     if isinstance(path_or_dict, WorkflowConfig):
         return attrs.evolve(path_or_dict, **overrides) if overrides else path_or_dict
-    if isinstance(path_or_dict, Mapping):
+    model: OliveModelHandler | None = None
+    if isinstance(path_or_dict, WorkflowDocument):
+        model = path_or_dict.input_model.handler
+        data, source, base_dir = path_or_dict.to_json(), None, Path.cwd()
+    elif isinstance(path_or_dict, Mapping):
         data, source, base_dir = dict(path_or_dict), None, Path.cwd()
     else:
         data = read_config_file(path_or_dict)
@@ -130,13 +139,17 @@ def load_workflow_config(
     given = {k: v for k, v in overrides.items() if v is not None}
     check_document(data)
     check_document(given)
-    return _Parser(base_dir, source).parse({**data, **given})
+    if "input_model" in given:
+        model = None
+    return _Parser(base_dir, source, model).parse({**data, **given})
 
 
 class _Parser:
-    def __init__(self, base_dir: Path, source: Path | None):
+    def __init__(self, base_dir: Path, source: Path | None, model: OliveModelHandler | None = None):
         self.base_dir = base_dir
         self.source = source
+        #: the handler of the input model when the caller built it already (from the same fields)
+        self.model = model
         #: JSON paths of accepted keys that have no effect in this version
         self.ignored: list[str] = []
 
@@ -245,6 +258,8 @@ class _Parser:
 
     # ----------------------------------------------------------------------------------------------
     def input_model(self, value: Any) -> InputModelConfig:
+        if self.model is not None:
+            return InputModelConfig(self.model)
         # The type names a handler class in the olive.models entry-point group; the class checks its own fields.
         return InputModelConfig(handler_from_config(value, "input_model", self.base_dir))
 
