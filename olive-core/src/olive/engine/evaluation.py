@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from olive.cache.store import CacheStore, can_lock, hash_file
-from olive.engine.keys import data_digest, eval_key
+from olive.engine.keys import eval_key
 from olive.engine.results import EvaluationResult
 from olive.evaluator.evaluator import OliveEvaluator
 from olive.evaluator.goals import objectives_of
@@ -74,8 +74,8 @@ class ModelEvaluator:
         used_data = sorted({m.data_config for m in self.metrics if m.data_config})
         self._payload = {
             "metrics": [m.json for m in self.metrics],
-            # Data by content, not by path: editing an .npz re-measures; the same data at another path does not.
-            "data": {name: data_digest(data_configs[name]) for name in used_data if name in data_configs},
+            # The content hash covers the data files and scripts, so editing an .npz re-measures.
+            "data": {name: data_configs[name].content_hash() for name in used_data if name in data_configs},
             "user_script": hash_file(script) if script is not None else None,
             "execution_providers": self.execution_providers,
         }
