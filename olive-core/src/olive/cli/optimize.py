@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import click
@@ -26,6 +26,9 @@ from olive.optimize.facts import read_model_facts
 from olive.optimize.keep import parse_keep
 from olive.optimize.options import DEFAULT_MAX_SAMPLES, OptimizeOptions, parse_dims, parse_latency_budget
 from olive.optimize.recipe import Recipe, build_workflow
+
+if TYPE_CHECKING:
+    from olive.engine.output import WorkflowOutput
 
 WORKFLOW_FILE = "optimize_workflow.json"
 
@@ -211,16 +214,53 @@ def _run(quantize_only: bool, output_default: str, params: dict[str, Any]) -> No
 
 def _main(quantize_only: bool, output_default: str, params: dict[str, Any]) -> None:
     from olive.cli.run import _logging, _print_dry_run, _print_summary
-    from olive.engine.output_writer import claim_files, foreign_files, refuse_foreign
     from olive.optimize.installed import ALL_PROVIDERS, installed_now, installed_plugin_providers, left_out_by_all
-    from olive.optimize.summary import closest_miss, comparison_lines, decoder_lines, decoder_miss, search_cut_short
     from olive.workflows.run import execute, prepare
 
     start = time.perf_counter()
     model = _model_argument(params["model"], params["model_option"])
-    output_dir = Path(params["output"] or output_default).expanduser().absolute()
-    options = OptimizeOptions(
-        output_dir=output_dir,
+    options = _optimize_options(quantize_only, output_default, params)
+    facts = read_model_facts(model, options.task)
+    installed, providers = installed_now(options.providers, options.device)
+    left_out = left_out_by_all(options.device) if ALL_PROVIDERS in options.providers else []
+    if providers != options.providers:
+        options = attrs.evolve(options, providers=providers)
+    source = data_source(
+        options.data,
+        facts,
+        installed.data_containers,
+        options.tokenizer,
+        validation=options.validation_data,
+        max_samples=options.max_samples,
+    )
+    recipe = build_workflow(facts, options, installed, source)
+    workflow_path = options.output_dir / WORKFLOW_FILE
+
+    with _logging(verbose=params["verbose"]):
+        prepared = _prepare(prepare, recipe)
+        _print_plan(facts.describe(), recipe, prepared.total_size(), options, installed_plugin_providers())
+        if ALL_PROVIDERS in params["providers"]:
+            searched = ", ".join(options.providers)
+            rest = f"; left out: {'; '.join(left_out)}" if left_out else "; no other provider is installed"
+            click.echo(f"Note:   --provider all on {options.device}: {searched}{rest} (olive eps lists them)")
+        if params["dry_run"]:
+            click.echo(json.dumps(recipe.document.to_json(), indent=2))
+            _print_dry_run(prepared)
+            return
+        _write_workflow(options.output_dir, workflow_path, recipe)
+        if params["save_config"]:
+            click.echo(f"Wrote {workflow_path}; run it with: olive run {workflow_path}")
+            return
+        with _quiet_library_logs(params["verbose"]):
+            output = execute(prepared, show_progress=True)
+    _print_summary(output)
+    _print_outcome(output, recipe, options, prepared.total_size(), workflow_path)
+    click.echo(f"Finished in {time.perf_counter() - start:.1f} s")
+
+
+def _optimize_options(quantize_only: bool, output_default: str, params: dict[str, Any]) -> OptimizeOptions:
+    return OptimizeOptions(
+        output_dir=Path(params["output"] or output_default).expanduser().absolute(),
         cache_dir=params["cache_dir"].expanduser().absolute() if params["cache_dir"] else None,
         keeps=tuple(parse_keep(k) for k in params["keeps"]),
         latency_budget=parse_latency_budget(params["latency_budget"]),
@@ -244,50 +284,31 @@ def _main(quantize_only: bool, output_default: str, params: dict[str, Any]) -> N
         task=params["task"],
         quantize_only=quantize_only,
     )
-    facts = read_model_facts(model, options.task)
-    installed, providers = installed_now(options.providers, options.device)
-    left_out = left_out_by_all(options.device) if ALL_PROVIDERS in options.providers else []
-    if providers != options.providers:
-        options = attrs.evolve(options, providers=providers)
-    source = data_source(
-        options.data,
-        facts,
-        installed.data_containers,
-        options.tokenizer,
-        validation=options.validation_data,
-        max_samples=options.max_samples,
-    )
-    recipe = build_workflow(facts, options, installed, source)
-    workflow_path = output_dir / WORKFLOW_FILE
 
-    with _logging(verbose=params["verbose"]):
-        prepared = _prepare(prepare, recipe)
-        _print_plan(facts.describe(), recipe, prepared.total_size(), options, installed_plugin_providers())
-        if ALL_PROVIDERS in params["providers"]:
-            searched = ", ".join(options.providers)
-            rest = f"; left out: {'; '.join(left_out)}" if left_out else "; no other provider is installed"
-            click.echo(f"Note:   --provider all on {options.device}: {searched}{rest} (olive eps lists them)")
-        if params["dry_run"]:
-            click.echo(json.dumps(recipe.document.to_json(), indent=2))
-            _print_dry_run(prepared)
-            return
-        if output_dir.is_dir():
-            refuse_foreign(output_dir, foreign_files(output_dir, [WORKFLOW_FILE]), WorkflowConfigError)
-        try:
-            output_dir.mkdir(parents=True, exist_ok=True)
-            claim_files(output_dir, [WORKFLOW_FILE])
-            _write_text(workflow_path, json.dumps(recipe.document.to_json(), indent=2) + "\n")
-        except OSError as exc:
-            raise WorkflowConfigError(
-                f"cannot write into '{output_dir}' ({exc.strerror or exc})", owner="--output"
-            ) from exc
-        if params["save_config"]:
-            click.echo(f"Wrote {workflow_path}; run it with: olive run {workflow_path}")
-            return
-        with _quiet_library_logs(params["verbose"]):
-            output = execute(prepared, show_progress=True)
-    _print_summary(output)
-    cut_short = search_cut_short(output, prepared.total_size(), options.max_time)
+
+def _write_workflow(output_dir: Path, workflow_path: Path, recipe: Recipe) -> None:
+    from olive.engine.output_writer import claim_files, foreign_files, refuse_foreign
+
+    if output_dir.is_dir():
+        refuse_foreign(output_dir, foreign_files(output_dir, [WORKFLOW_FILE]), WorkflowConfigError)
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        claim_files(output_dir, [WORKFLOW_FILE])
+        _write_text(workflow_path, json.dumps(recipe.document.to_json(), indent=2) + "\n")
+    except OSError as exc:
+        raise WorkflowConfigError(
+            f"cannot write into '{output_dir}' ({exc.strerror or exc})", owner="--output"
+        ) from exc
+
+
+def _print_outcome(
+    output: WorkflowOutput, recipe: Recipe, options: OptimizeOptions, total: int, workflow_path: Path
+) -> None:
+    """The chosen model against the input (or float) model and where everything is; exit 1 when none keeps."""
+    from olive.optimize.summary import closest_miss, comparison_lines, decoder_lines, decoder_miss, search_cut_short
+
+    output_dir = options.output_dir
+    cut_short = search_cut_short(output, total, options.max_time)
     if output.best is None:
         if cut_short:
             click.echo(f"Search:   {cut_short}")
@@ -306,17 +327,15 @@ def _main(quantize_only: bool, output_default: str, params: dict[str, Any]) -> N
                 "  (agreement on random token ids says little about text; give --data FILE, text like the model's "
                 "prompts, to fit the int4 guard on it and judge perplexity on text it did not fit on)"
             )
+        click.echo(
+            f"Model:    {output_dir} (onnxruntime_genai.Model('{output_dir}') loads and serves the folder as it is)"
+        )
     else:
         click.echo("Chosen model, against the input model:")
         for line in comparison_lines(output, recipe.keeps, synthetic=recipe.synthetic):
             click.echo(f"  {line}")
         if recipe.synthetic:
             click.echo("  (agreement on synthetic inputs; give --data to judge it on real samples)")
-    if recipe.decoder:
-        click.echo(
-            f"Model:    {output_dir} (onnxruntime_genai.Model('{output_dir}') loads and serves the folder as it is)"
-        )
-    else:
         click.echo(f"Model:    {output.output_model_path or output.best.model_path}")
     report = output_dir / "report.html"
     if report.is_file():
@@ -324,7 +343,6 @@ def _main(quantize_only: bool, output_default: str, params: dict[str, Any]) -> N
     click.echo(f"Workflow: {workflow_path} (olive run {workflow_path} reruns it from the cache)")
     if cut_short:
         click.echo(f"Search:   {cut_short}")
-    click.echo(f"Finished in {time.perf_counter() - start:.1f} s")
 
 
 @contextlib.contextmanager

@@ -320,27 +320,11 @@ def _check_session_options(values: Any, where: str) -> None:
             continue
         option = f"{where}.{key}"
         if key == "extra_session_config":
-            if not isinstance(value, Mapping):
-                raise ModelLoadError(f"expected a dict of session config entries, got {value!r}", owner=option)
-            for entry, setting in value.items():
-                if not isinstance(setting, str | int | float | bool):
-                    raise ModelLoadError(
-                        f"entry '{entry}' = {setting!r}: a session config entry takes a string (or a number)",
-                        owner=option,
-                    )
+            _check_config_entries(value, option)
         elif key in _ENUM_OPTIONS:
             _check_enum(_ENUM_OPTIONS[key], value, option)
         elif key in SESSION_OPTIONS:
-            kind, minimum, maximum = SESSION_OPTIONS[key]
-            fits = isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
-            if not fits:
-                raise ModelLoadError(f"{value!r} is not a valid value; it takes {_KINDS[kind]}", owner=option)
-            if kind is int and not minimum <= value <= maximum:
-                raise ModelLoadError(
-                    f"{value} is out of range; it takes a whole number from {minimum} to {maximum}", owner=option
-                )
-            if key in _WRITES_FILES and value:
-                raise ModelLoadError(_WRITES_FILES[key], owner=option)
+            _check_session_option(key, value, option)
         elif not _onnxruntime_has_option(key):
             names = [*SESSION_OPTIONS, *_ENUM_OPTIONS, "extra_session_config"]
             raise ModelLoadError(
@@ -349,6 +333,28 @@ def _check_session_options(values: Any, where: str) -> None:
                 "execution_mode, graph_optimization_level and extra_session_config",
                 owner=where,
             )
+
+
+def _check_config_entries(value: Any, option: str) -> None:
+    if not isinstance(value, Mapping):
+        raise ModelLoadError(f"expected a dict of session config entries, got {value!r}", owner=option)
+    for entry, setting in value.items():
+        if not isinstance(setting, str | int | float | bool):
+            raise ModelLoadError(
+                f"entry '{entry}' = {setting!r}: a session config entry takes a string (or a number)", owner=option
+            )
+
+
+def _check_session_option(key: str, value: Any, option: str) -> None:
+    kind, minimum, maximum = SESSION_OPTIONS[key]
+    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+        raise ModelLoadError(f"{value!r} is not a valid value; it takes {_KINDS[kind]}", owner=option)
+    if kind is int and not minimum <= value <= maximum:
+        raise ModelLoadError(
+            f"{value} is out of range; it takes a whole number from {minimum} to {maximum}", owner=option
+        )
+    if key in _WRITES_FILES and value:
+        raise ModelLoadError(_WRITES_FILES[key], owner=option)
 
 
 def _onnxruntime_has_option(name: Any) -> bool:

@@ -105,6 +105,25 @@ DECODER_KEEPS = (Keep("perplexity", "<=", 1.02, relative=True),)
 
 def parse_keep(text: str) -> Keep:
     """``"cosine_min>=0.97"`` -> :class:`Keep`; a mistake is a :class:`WorkflowConfigError` owned by ``--keep``."""
+    metric, op, raw = _split_keep(text)
+    relative = raw.lower().endswith("x")
+    try:
+        value = float(raw[:-1] if relative else raw)
+    except ValueError:
+        raise WorkflowConfigError(
+            f"'{text}': '{raw}' is not a number (or a ratio to the float model, such as 1.02x)", owner=OPTION
+        ) from None
+    if not math.isfinite(value):
+        raise WorkflowConfigError(f"'{text}': the value must be a finite number", owner=OPTION)
+    _check_direction(text, metric, op, value)
+    if relative:
+        _check_ratio(text, metric, op, value)
+    else:
+        _check_range(text, metric, op, value)
+    return Keep(metric, op, value, relative)
+
+
+def _split_keep(text: str) -> tuple[str, str, str]:
     names = ", ".join(KEEP_METRICS)
     generative = ", ".join(GENERATIVE_KEEP_METRICS)
     match = _PATTERN.match(text or "")
@@ -123,51 +142,55 @@ def parse_keep(text: str) -> Keep:
         )
     if op not in _OPERATORS:
         raise WorkflowConfigError(f"'{text}': operator '{op}' is not one of {', '.join(_OPERATORS)}", owner=OPTION)
-    relative = raw.lower().endswith("x")
-    number = raw[:-1] if relative else raw
-    try:
-        value = float(number)
-    except ValueError:
-        raise WorkflowConfigError(
-            f"'{text}': '{raw}' is not a number (or a ratio to the float model, such as 1.02x)", owner=OPTION
-        ) from None
-    if not math.isfinite(value):
-        raise WorkflowConfigError(f"'{text}': the value must be a finite number", owner=OPTION)
+    return metric, op, raw
+
+
+def _check_direction(text: str, metric: str, op: str, value: float) -> None:
     higher = _ALL_METRICS[metric]
-    if higher and op not in (">=", ">"):
+    if op not in ((">=", ">") if higher else ("<=", "<")):
+        way, ops, spelled = ("higher", ">= or >", ">=") if higher else ("lower", "<= or <", "<=")
         raise WorkflowConfigError(
-            f"'{text}': {metric} is higher-is-better; keep it with >= or > (e.g. {metric}>={value:g})", owner=OPTION
+            f"'{text}': {metric} is {way}-is-better; keep it with {ops} (e.g. {metric}{spelled}{value:g})",
+            owner=OPTION,
         )
-    if not higher and op not in ("<=", "<"):
-        raise WorkflowConfigError(
-            f"'{text}': {metric} is lower-is-better; keep it with <= or < (e.g. {metric}<={value:g})", owner=OPTION
-        )
-    if relative and metric not in RELATIVE_KEEP_METRICS:
+
+
+def _check_ratio(text: str, metric: str, op: str, value: float) -> None:
+    if metric not in RELATIVE_KEEP_METRICS:
         raise WorkflowConfigError(
             f"'{text}': only {', '.join(RELATIVE_KEEP_METRICS)} takes a ratio to the float model (1.02x); give "
             f"{metric} as a number (e.g. {metric}{op}{value:g})",
             owner=OPTION,
         )
-    if relative and value < 1.0:
+    if value < 1.0:
         raise WorkflowConfigError(
             f"'{text}': a ratio to the float model's perplexity below 1 asks the quantized model to beat it; give "
             "1 or more (1.02x: within 2%)",
             owner=OPTION,
         )
-    if metric in ("top1", "top1_agreement") and not 0.0 <= value <= 1.0:
-        raise WorkflowConfigError(f"'{text}': {metric} is a fraction, from 0 to 1", owner=OPTION)
-    if metric.startswith("cosine") and not -1.0 <= value <= 1.0:
-        raise WorkflowConfigError(f"'{text}': a cosine is between -1 and 1", owner=OPTION)
-    if metric in ("max_abs_diff", "next_token_kl") and value < 0:
-        raise WorkflowConfigError(f"'{text}': {metric} is never negative", owner=OPTION)
-    if metric == "perplexity" and not relative and value < 1.0:
-        raise WorkflowConfigError(
-            f"'{text}': a perplexity is at least 1; give a bound of 1 or more, or a ratio to the float model "
-            "(perplexity<=1.02x)",
-            owner=OPTION,
-        )
-    if higher and op == ">" and value >= 1.0:
+
+
+#: metric -> (lowest, highest) value it takes, and how to say it
+_RANGES: dict[str, tuple[float, float, str]] = {
+    "cosine_mean": (-1.0, 1.0, "a cosine is between -1 and 1"),
+    "cosine_min": (-1.0, 1.0, "a cosine is between -1 and 1"),
+    "top1": (0.0, 1.0, "top1 is a fraction, from 0 to 1"),
+    "top1_agreement": (0.0, 1.0, "top1_agreement is a fraction, from 0 to 1"),
+    "max_abs_diff": (0.0, math.inf, "max_abs_diff is never negative"),
+    "next_token_kl": (0.0, math.inf, "next_token_kl is never negative"),
+    "perplexity": (
+        1.0,
+        math.inf,
+        "a perplexity is at least 1; give a bound of 1 or more, or a ratio to the float model (perplexity<=1.02x)",
+    ),
+}
+
+
+def _check_range(text: str, metric: str, op: str, value: float) -> None:
+    low, high, says = _RANGES.get(metric, (-math.inf, math.inf, ""))
+    if not low <= value <= high:
+        raise WorkflowConfigError(f"'{text}': {says}", owner=OPTION)
+    if _ALL_METRICS[metric] and op == ">" and value >= 1.0:
         raise WorkflowConfigError(
             f"'{text}': no model can be above 1; use >= 1 to ask for identical outputs", owner=OPTION
         )
-    return Keep(metric, op, value, relative)

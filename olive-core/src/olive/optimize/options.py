@@ -8,8 +8,9 @@ the option, so the command exits with code 2 and one line.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -153,6 +154,47 @@ def parse_dims(params: str | None, values: str | None) -> dict[str, int]:
     return dims
 
 
+def _checked(check: Callable[[str], str]) -> Callable[[Any, attrs.Attribute, str | None], None]:
+    """An attrs validator from one of the ``check_*`` functions (None is left to the field's type)."""
+
+    def validate(instance: Any, attribute: attrs.Attribute, value: str | None) -> None:
+        if value is not None:
+            check(value)
+
+    return validate
+
+
+def _at_least_one(option: str) -> Callable[[Any, attrs.Attribute, int | None], None]:
+    def validate(instance: Any, attribute: attrs.Attribute, value: int | None) -> None:
+        if value is not None and value < 1:
+            raise WorkflowConfigError(f"{value}; give a whole number >= 1", owner=option)
+
+    return validate
+
+
+def _positive_seconds(instance: Any, attribute: attrs.Attribute, value: float | None) -> None:
+    if value is not None and not value > 0:
+        raise WorkflowConfigError(f"{value:g} s; give a positive number of seconds", owner="--max-time")
+
+
+def _check_block_size(block_size: int, precision: str) -> None:
+    if precision != "int4":
+        raise WorkflowConfigError(
+            f"a block size is for --precision int4 (block-wise 4-bit weights); --precision is {precision}",
+            owner="--block_size",
+        )
+    if block_size == -1:
+        raise WorkflowConfigError(
+            "-1 (per-channel 4-bit weights) is not supported by MatMulNBits; give a power of two >= 16 (e.g. 32)",
+            owner="--block_size",
+        )
+    if block_size < 16 or block_size & (block_size - 1):
+        raise WorkflowConfigError(
+            f"{block_size} is not a power of two >= 16, which MatMulNBits needs (e.g. 32, 64, 128)",
+            owner="--block_size",
+        )
+
+
 @attrs.frozen
 class OptimizeOptions:
     """What the user asked for, checked (see the CLI's help for each option).
@@ -178,32 +220,36 @@ class OptimizeOptions:
     cache_dir: Path | None
     keeps: tuple[Keep, ...] = ()
     latency_budget: float | None = None
-    precision: str = "auto"
+    precision: str = attrs.field(default="auto", validator=_checked(check_precision))
     act_precision: str | None = None
     use_qdq_format: bool = False
     block_size: int | None = None
-    algorithm: str = "rtn"
-    implementation: str | None = None
+    algorithm: str = attrs.field(default="rtn", validator=_checked(check_algorithm))
+    implementation: str | None = attrs.field(default=None, validator=_checked(check_implementation))
     providers: tuple[str, ...] = ()
-    device: str = "cpu"
-    max_time: float | None = None
+    device: str = attrs.field(default="cpu", validator=_checked(lambda value: check_choice(value, DEVICES, "--device")))
+    max_time: float | None = attrs.field(default=None, validator=_positive_seconds)
     data: Path | None = None
     validation_data: Path | None = None
     tokenizer: Path | None = None
-    max_samples: int = DEFAULT_MAX_SAMPLES
-    batch_size: int = 1
+    max_samples: int = attrs.field(default=DEFAULT_MAX_SAMPLES, validator=_at_least_one("--max_samples"))
+    batch_size: int = attrs.field(default=1, validator=_at_least_one("--batch_size"))
     #: text data: tokens per sample; None: DEFAULT_MAX_LENGTH, or the model's longest input when shorter
-    max_length: int | None = None
+    max_length: int | None = attrs.field(default=None, validator=_at_least_one("--max-length"))
     dim_values: dict[str, int] = attrs.field(factory=dict)
     fusion: bool | None = None
     task: str | None = None
     quantize_only: bool = False
 
     def __attrs_post_init__(self) -> None:
-        check_precision(self.precision)
+        self._check_quantization()
+        self._check_command()
+
+    def _check_quantization(self) -> None:
+        int8 = self.precision in ("auto", "int8", "uint8")
         if self.act_precision is not None:
             check_choice(self.act_precision, ACT_PRECISIONS, "--act_precision")
-            if self.precision not in ("auto", "int8", "uint8"):
+            if not int8:
                 raise WorkflowConfigError(
                     f"activation quantization goes with int8 weights; --precision is {self.precision}. Leave "
                     "--act_precision out, or use --precision int8",
@@ -215,41 +261,16 @@ class OptimizeOptions:
                     "activations); add --use_qdq_format, or use --act_precision uint8",
                     owner="--act_precision",
                 )
-        if self.use_qdq_format and self.precision not in ("auto", "int8", "uint8"):
+        if self.use_qdq_format and not int8:
             raise WorkflowConfigError(
                 f"the QDQ format is for int8 quantization; --precision is {self.precision}. Leave --use_qdq_format "
                 "out, or use --precision int8",
                 owner="--use_qdq_format",
             )
         if self.block_size is not None:
-            if self.precision != "int4":
-                raise WorkflowConfigError(
-                    f"a block size is for --precision int4 (block-wise 4-bit weights); --precision is {self.precision}",
-                    owner="--block_size",
-                )
-            if self.block_size == -1:
-                raise WorkflowConfigError(
-                    "-1 (per-channel 4-bit weights) is not supported by MatMulNBits; give a power of two >= 16 "
-                    "(e.g. 32)",
-                    owner="--block_size",
-                )
-            if self.block_size < 16 or self.block_size & (self.block_size - 1):
-                raise WorkflowConfigError(
-                    f"{self.block_size} is not a power of two >= 16, which MatMulNBits needs (e.g. 32, 64, 128)",
-                    owner="--block_size",
-                )
-        check_algorithm(self.algorithm)
-        if self.implementation is not None:
-            check_implementation(self.implementation)
-        check_choice(self.device, DEVICES, "--device")
-        if self.max_time is not None and not self.max_time > 0:
-            raise WorkflowConfigError(f"{self.max_time:g} s; give a positive number of seconds", owner="--max-time")
-        if self.max_samples < 1:
-            raise WorkflowConfigError(f"{self.max_samples}; give a whole number >= 1", owner="--max_samples")
-        if self.batch_size < 1:
-            raise WorkflowConfigError(f"{self.batch_size}; give a whole number >= 1", owner="--batch_size")
-        if self.max_length is not None and self.max_length < 1:
-            raise WorkflowConfigError(f"{self.max_length}; give a whole number >= 1", owner="--max-length")
+            _check_block_size(self.block_size, self.precision)
+
+    def _check_command(self) -> None:
         if self.quantize_only and self.fusion:
             raise WorkflowConfigError(
                 "olive quantize never rewrites the graph; run olive optimize --fusion to fuse and quantize",

@@ -181,7 +181,33 @@ def build_workflow(facts: ModelFacts, options: OptimizeOptions, installed: Insta
     """The workflow for ``facts`` under ``options`` with what ``installed`` offers (see the module docstring)."""
     if facts.decoder:
         return _decoder_workflow(facts, options, installed, data)
+    _check_encoder(facts, options)
     notes: list[str] = []
+    keeps = options.keeps or default_keeps(facts)
+    if any(k.metric == "top1" for k in keeps) and not facts.classifier:
+        notes.append("top1 compares the index of the largest value of each output vector; it suits class scores")
+    passes: dict[str, Any] = {}
+    if not facts.is_onnx:
+        passes["convert"] = _conversion(facts, installed, data)
+    precision = _precision(options, facts, data)
+    _add_fusion(passes, facts, options, installed, precision, notes)
+    _add_quantization(passes, precision, facts, options, installed, data, keeps, notes)
+    if not passes or list(passes) == ["convert"]:
+        _nothing_to_optimize(facts, options, installed, precision)
+    notes.extend(_data_notes(options, data))
+    # The guard's targets run loosest first: the first model that keeps everything is the fastest that does.
+    stop = (
+        "quantize" in passes
+        and isinstance(passes["quantize"].get("target_value"), dict)
+        and options.latency_budget is None
+    )
+    metrics = _metrics(facts, options, data, keeps)
+    configs = _data_configs(data, options, _max_length(facts, options, data))
+    workflow = _document(facts, options, installed, metrics, passes, configs, stop)
+    return Recipe(workflow, tuple(keeps), options.latency_budget, tuple(notes), data.synthetic)
+
+
+def _check_encoder(facts: ModelFacts, options: OptimizeOptions) -> None:
     generative = [str(k) for k in options.keeps if k.generative]
     if generative:
         raise WorkflowConfigError(
@@ -189,54 +215,56 @@ def build_workflow(facts: ModelFacts, options: OptimizeOptions, installed: Insta
             "causal language model); keep cosine_mean, cosine_min, max_abs_diff or top1",
             owner="--keep",
         )
-    keeps = options.keeps or default_keeps(facts)
     if facts.decoder_with_past:
         raise WorkflowConfigError(
             f"'{facts.path.name}' takes past key/values (a generation cache), which these passes do not optimize; "
             "export it without the cache",
             owner="MODEL",
         )
-    if any(k.metric == "top1" for k in keeps) and not facts.classifier:
-        notes.append("top1 compares the index of the largest value of each output vector; it suits class scores")
-    passes: dict[str, Any] = {}
-    if not facts.is_onnx:
-        converter = installed.converters.get(facts.model_type)
-        if converter is None:
-            raise WorkflowConfigError(
-                f"no installed pass converts a {facts.model_type} to ONNX; "
-                f"{_install_hint('OnnxConversion') or 'install the distribution that offers one'}",
-                owner="MODEL",
-            )
-        passes["convert"] = {"type": converter, **({"data_config": DATA_NAME} if not data.synthetic else {})}
-    precision = _precision(options, facts, data)
-    _add_fusion(passes, facts, options, installed, precision, notes)
-    _add_quantization(passes, precision, facts, options, installed, data, keeps, notes)
-    if not passes or list(passes) == ["convert"]:
-        fusion = "OrtTransformersOptimization"
-        if facts.transformer and options.fusion is not False and _missing(fusion, installed):
-            # The fusion was left out, not unwanted: name what would do it.
-            hint = _install_hint(fusion) or f"no installed distribution offers {fusion}"
-            raise WorkflowConfigError(
-                f"precision {precision} on a transformer needs {fusion}: {hint}", owner="--precision"
-            )
-        if facts.fused:
-            what = "is fused already"
-        elif facts.transformer:
-            what = "is a transformer that --no-fusion leaves alone"
-        else:
-            what = "is not a transformer"
+
+
+def _conversion(facts: ModelFacts, installed: Installed, data: DataSource) -> dict[str, Any]:
+    converter = installed.converters.get(facts.model_type)
+    if converter is None:
         raise WorkflowConfigError(
-            f"nothing to optimize: '{facts.path.name}' {what} and precision {precision} changes no weights; choose "
-            "--precision int8, int4 or fp16",
-            owner="--precision",
+            f"no installed pass converts a {facts.model_type} to ONNX; "
+            f"{_install_hint('OnnxConversion') or 'install the distribution that offers one'}",
+            owner="MODEL",
         )
+    return {"type": converter, **({"data_config": DATA_NAME} if not data.synthetic else {})}
+
+
+def _nothing_to_optimize(facts: ModelFacts, options: OptimizeOptions, installed: Installed, precision: str) -> None:
+    fusion = "OrtTransformersOptimization"
+    if facts.transformer and options.fusion is not False and _missing(fusion, installed):
+        # The fusion was left out, not unwanted: name what would do it.
+        hint = _install_hint(fusion) or f"no installed distribution offers {fusion}"
+        raise WorkflowConfigError(f"precision {precision} on a transformer needs {fusion}: {hint}", owner="--precision")
+    if facts.fused:
+        what = "is fused already"
+    elif facts.transformer:
+        what = "is a transformer that --no-fusion leaves alone"
+    else:
+        what = "is not a transformer"
+    raise WorkflowConfigError(
+        f"nothing to optimize: '{facts.path.name}' {what} and precision {precision} changes no weights; choose "
+        "--precision int8, int4 or fp16",
+        owner="--precision",
+    )
+
+
+def _data_notes(options: OptimizeOptions, data: DataSource) -> list[str]:
+    """What the summary says about the data: samples left out, the text field, how fitting and judging split."""
+    notes = []
     for option, source in (("--data", data), ("--validation-data", data.validation)):
-        if source is not None and source.path is not None and (source.samples or 0) > options.max_samples:
+        if source is None:
+            continue
+        if source.path is not None and (source.samples or 0) > options.max_samples:
             notes.append(
                 f"{option}: '{source.path.name}' holds {source.samples} samples; the first {options.max_samples} are "
                 "used (--max_samples)"
             )
-        if source is not None and source.text_field != "text":
+        if source.text_field != "text":
             notes.append(f"{option}: the text of each sample is its field '{source.text_field}' (its only field)")
     if data.split:
         notes.append(f"--data: {SPLIT_RULE} (give --validation-data FILE to judge on other samples)")
@@ -248,16 +276,7 @@ def build_workflow(facts: ModelFacts, options: OptimizeOptions, installed: Insta
             "less than agreement on real data; give --data FILE (samples like those the model serves) to judge it "
             "on them and to let the accuracy guard keep sensitive nodes in float"
         )
-    # The guard's targets run loosest first: the first model that keeps everything is the fastest that does.
-    stop = (
-        "quantize" in passes
-        and isinstance(passes["quantize"].get("target_value"), dict)
-        and options.latency_budget is None
-    )
-    metrics = _metrics(facts, options, data, keeps)
-    configs = _data_configs(data, options, _max_length(facts, options, data))
-    workflow = _document(facts, options, installed, metrics, passes, configs, stop)
-    return Recipe(workflow, tuple(keeps), options.latency_budget, tuple(notes), data.synthetic)
+    return notes
 
 
 def _data_configs(data: DataSource, options: OptimizeOptions, length: int) -> list[dict[str, Any]]:

@@ -10,6 +10,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from olive.exceptions import PassConfigError, PassParamError, SearchSpaceError, closest_match_hint
 from olive.model.handler import OliveModelHandler
+from olive.passes.config_values import (
+    SEARCH,
+    ParamProblem,
+    check_search_values,
+    check_value,
+    format_problems,
+    place_param,
+    values_at_defaults,
+)
 from olive.passes.pass_config import (
     BasePassConfig,
     ParamCategory,
@@ -18,15 +27,11 @@ from olive.passes.pass_config import (
     make_config_class,
 )
 from olive.passes.progress import report_progress
-from olive.passes.type_check import TypeMismatch, coerce_value, describe_type, value_choices
-from olive.paths import UnusablePath, resolve_user_path
 from olive.plugins.identity import identity_of
 from olive.search.search_parameter import (
-    Categorical,
     Conditional,
     ConditionalDefault,
     SearchParameter,
-    SpecialParamValue,
     order_by_parents,
 )
 
@@ -260,75 +265,54 @@ class Pass(ABC):
         except SearchSpaceError as exc:
             raise PassConfigError(exc.reason, owner=owner) from exc
         try:
-            user = cls._upgrade_config(dict(config or {}))
+            given = cls._upgrade_config(dict(config or {}))
         except PassConfigError as exc:
             raise _owned(exc, owner) from exc
-        problems: list[str] = []
-
-        for key in user:
-            if key not in declared:
-                problems.append(
-                    f"unknown param '{key}'{closest_match_hint(key, declared)}; "
-                    f"valid params: {', '.join(declared) or '(none)'}"
-                )
-
+        problems = [
+            f"unknown param '{key}'{closest_match_hint(key, declared)}; valid params: {', '.join(declared) or '(none)'}"
+            for key in given
+            if key not in declared
+        ]
         fixed: dict[str, Any] = {}
         search: dict[str, SearchParameter] = {}
         for name, param in declared.items():
-            if name not in user:
-                if param.required:
-                    problems.append(f"missing required param '{name}' ({describe_type(param.type_)}); add it")
-                elif not disable_search and param.search_defaults is not None:
-                    search[name] = param.search_defaults
-                else:
-                    fixed[name] = param.default_value
+            try:
+                kind, value = place_param(name, param, given, disable_search)
+            except ParamProblem as exc:
+                problems.append(str(exc))
                 continue
-            value = user[name]
-            if isinstance(value, str) and value == PassParamDefault.DEFAULT_VALUE:
-                fixed[name] = param.default_value
-            elif isinstance(value, str) and value == PassParamDefault.SEARCHABLE_VALUES:
-                if disable_search:
-                    problems.append(
-                        f"param '{name}' is SEARCHABLE_VALUES but the workflow has no search_strategy; "
-                        "add a search_strategy or give a value"
-                    )
-                elif param.search_defaults is None:
-                    problems.append(
-                        f"param '{name}' is SEARCHABLE_VALUES but it has no search defaults; give a value "
-                        "or a list of values to search"
-                    )
-                else:
-                    search[name] = param.search_defaults
-            elif isinstance(value, SearchParameter) or SearchParameter.is_json(value):
-                if disable_search:
-                    problems.append(
-                        f"param '{name}' is a search parameter but the workflow has no search_strategy; "
-                        "add a search_strategy or give a single value"
-                    )
-                else:
-                    try:
-                        search[name] = value if isinstance(value, SearchParameter) else SearchParameter.from_json(value)
-                    except SearchSpaceError as exc:
-                        problems.append(f"param '{name}': {exc}")
-            elif (
-                isinstance(value, list)
-                and value
-                and param.search_defaults is not None
-                and not disable_search
-                and not _fits(value, param.type_)
-                and all(_fits(item, param.type_) for item in value)
-            ):
-                search[name] = Categorical(value)
-            else:
-                fixed[name] = value
-
+            (search if kind == SEARCH else fixed)[name] = value
         if problems:
-            raise PassConfigError(_format_problems(problems), owner=owner)
+            raise PassConfigError(format_problems(problems), owner=owner)
+        fixed, search = cls._checked_values(owner, declared, fixed, search, disable_search)
+        config_class = make_config_class(cls.pass_name(), tuple(declared))
+        # A conflict among fixed values fails here, loudly; one that involves a searched param is left to the
+        # search points (config_for_point), where it prunes only the points that have it.
+        order = order_by_parents({n: p.parents() for n, p in declared.items()}, owner=owner)
+        try:
+            cls._check_config(config_class(**values_at_defaults(declared, fixed, order)), accelerator_spec)
+        except PassParamError as exc:
+            if not set(exc.params) & set(search):
+                raise _owned(exc, owner) from exc
+        except PassConfigError as exc:
+            raise _owned(exc, owner) from exc
+        return config_class, fixed, search
+
+    @classmethod
+    def _checked_values(
+        cls,
+        owner: str,
+        declared: dict[str, PassConfigParam],
+        fixed: dict[str, Any],
+        search: dict[str, SearchParameter],
+        disable_search: bool,
+    ) -> tuple[dict[str, Any], dict[str, SearchParameter]]:
+        problems: list[str] = []
 
         def check_fixed(names: list[str]) -> None:
             for name in names:
                 try:
-                    fixed[name] = _check_value(owner, name, fixed[name], declared[name], disable_search)
+                    fixed[name] = check_value(owner, name, fixed[name], declared[name], disable_search)
                 except PassConfigError as exc:
                     problems.append(exc.reason)
 
@@ -336,32 +320,14 @@ class Pass(ABC):
         plain = [name for name, value in fixed.items() if not isinstance(value, ConditionalDefault)]
         check_fixed(plain)
         if problems:
-            raise PassConfigError(_format_problems(problems), owner=owner)
+            raise PassConfigError(format_problems(problems), owner=owner)
         fixed, search = cls._resolve_dependencies(owner, declared, fixed, search)
         check_fixed([name for name in fixed if name not in plain])
         for name, param in search.items():
-            problems.extend(_check_search_values(name, param, declared[name]))
+            problems.extend(check_search_values(name, param, declared[name]))
         if problems:
-            raise PassConfigError(_format_problems(problems), owner=owner)
-
-        config_class = make_config_class(cls.pass_name(), tuple(declared))
-        # A conflict among fixed values fails here, loudly; one that involves a searched param is left to the
-        # search points (config_for_point), where it prunes only the points that have it.
-        at_defaults = dict(fixed)
-        for name in order_by_parents({n: p.parents() for n, p in declared.items()}, owner=owner):
-            if name not in at_defaults:
-                default = declared[name].default_value
-                if isinstance(default, ConditionalDefault):
-                    default = default.get_support_with_args([at_defaults.get(p) for p in default.parents])
-                at_defaults[name] = default
-        try:
-            cls._check_config(config_class(**at_defaults), accelerator_spec)
-        except PassParamError as exc:
-            if not set(exc.params) & set(search):
-                raise _owned(exc, owner) from exc
-        except PassConfigError as exc:
-            raise _owned(exc, owner) from exc
-        return config_class, fixed, search
+            raise PassConfigError(format_problems(problems), owner=owner)
+        return fixed, search
 
     @classmethod
     def _resolve_dependencies(
@@ -448,7 +414,7 @@ class Pass(ABC):
                     default = default.get_support_with_args([values.get(p) for p in default.parents])
                 values[name] = default
         for name in search:
-            values[name] = _check_value(owner, name, values[name], declared[name], disable_search=True)
+            values[name] = check_value(owner, name, values[name], declared[name], disable_search=True)
         config = config_class(**values)
         try:
             cls._check_config(config, accelerator_spec)
@@ -479,77 +445,8 @@ class Pass(ABC):
         return result
 
 
-def _fits(value: Any, type_: Any) -> bool:
-    try:
-        coerce_value(value, type_)
-    except TypeMismatch:
-        return False
-    return True
-
-
-def _check_value(owner: str, name: str, value: Any, param: PassConfigParam, disable_search: bool) -> Any:
-    if isinstance(value, str) and value == SpecialParamValue.IGNORED:
-        return value
-    if isinstance(value, str) and value == SpecialParamValue.INVALID:
-        raise PassConfigError(
-            f"param '{name}' resolves to an invalid value for the other params' values; "
-            "give it a value explicitly or change the params it depends on",
-            owner=owner,
-        )
-    if value is None and not param.required:
-        return None
-    if param.category == ParamCategory.OBJECT and isinstance(value, str):
-        # A name in the workflow's user_script, resolved by the engine.
-        return value
-    try:
-        value = coerce_value(value, param.type_)
-    except TypeMismatch:
-        hint = ""
-        if isinstance(value, list) and param.search_defaults is not None and disable_search:
-            hint = " (a list searches its values only when the workflow has a search_strategy)"
-        elif isinstance(value, str):
-            hint = closest_match_hint(value, value_choices(param.type_))
-        raise PassConfigError(
-            f"param '{name}' expects {describe_type(param.type_)}, got {value!r}{hint}", owner=owner
-        ) from None
-    if param.category in (ParamCategory.PATH, ParamCategory.DATA) and isinstance(value, str | Path):
-        # In a workflow the engine has resolved it against the workflow file's folder already.
-        try:
-            resolved = resolve_user_path(value)
-        except UnusablePath as exc:
-            raise PassConfigError(f"param '{name}' cannot be a path: {exc}", owner=owner) from None
-        value = str(resolved) if isinstance(value, str) else resolved
-    return value
-
-
-def _check_search_values(name: str, param: SearchParameter, declared: PassConfigParam) -> list[str]:
-    choices: list[Any] = []
-    if isinstance(param, Categorical):
-        choices = param.get_support()
-    elif isinstance(param, Conditional):
-        for option in [*param.support.values(), param.default]:
-            if isinstance(option, Categorical):
-                choices.extend(option.get_support())
-    bad = [
-        value
-        for value in choices
-        if not (isinstance(value, str) and value in (SpecialParamValue.INVALID, SpecialParamValue.IGNORED))
-        and not (value is None and not declared.required)
-        and not _fits(value, declared.type_)
-    ]
-    if bad:
-        return [f"search values {bad!r} of param '{name}' are not {describe_type(declared.type_)}"]
-    return []
-
-
 def _owned(exc: PassConfigError, owner: str) -> PassConfigError:
     """``exc`` again, told about ``owner`` (the pass, and its key in the workflow)."""
     if isinstance(exc, PassParamError):
         return PassParamError(exc.reason, params=exc.params, owner=owner)
     return PassConfigError(exc.reason, owner=owner)
-
-
-def _format_problems(problems: list[str]) -> str:
-    if len(problems) == 1:
-        return problems[0]
-    return f"{len(problems)} problems:\n" + "\n".join(f"  - {p}" for p in problems)

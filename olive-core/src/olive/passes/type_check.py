@@ -11,6 +11,7 @@ import collections.abc
 import enum
 import types
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,106 +60,152 @@ def value_choices(tp: Any) -> list[str]:
 
 def coerce_value(value: Any, tp: Any) -> Any:
     """Return ``value`` (possibly converted) if it fits ``tp``; raise :class:`TypeMismatch` otherwise."""
-    if tp is Any or tp is object or tp is None:
+    # A string is a forward reference we cannot resolve: accept rather than reject a valid value.
+    if tp is Any or tp is object or tp is None or isinstance(tp, str):
         return value
-    if isinstance(tp, str):
-        # A forward reference we cannot resolve: accept rather than reject a valid value.
-        return value
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-
-    if origin in (typing.Union, types.UnionType):
-        # Try exact matches first so a str stays a str in ``str | SomeEnum``.
-        for arg in args:
-            if _is_exact(value, arg):
-                return value
-        for arg in args:
-            try:
-                return coerce_value(value, arg)
-            except TypeMismatch:
-                continue
-        raise TypeMismatch(describe_type(tp))
-    if origin is typing.Literal:
-        if value in args:
-            return value
-        raise TypeMismatch(describe_type(tp))
-    if origin is collections.abc.Callable or tp is collections.abc.Callable or tp is typing.Callable:
-        if callable(value):
-            return value
-        raise TypeMismatch("Callable")
     if tp is type(None):
         if value is None:
             return None
         raise TypeMismatch("None")
-    if origin in (list, collections.abc.Sequence, collections.abc.MutableSequence, set, frozenset):
-        if isinstance(value, list | tuple | set | frozenset) and not isinstance(value, str):
-            item_tp = args[0] if args else Any
-            items = [coerce_value(item, item_tp) for item in value]
-            return type(value)(items) if origin in (set, frozenset) else items
-        raise TypeMismatch(describe_type(tp))
-    if origin is tuple:
-        if isinstance(value, list | tuple):
-            if len(args) == 2 and args[1] is Ellipsis:
-                return tuple(coerce_value(v, args[0]) for v in value)
-            if args and len(args) != len(value):
-                raise TypeMismatch(describe_type(tp))
-            return tuple(coerce_value(v, a) for v, a in zip(value, args, strict=False)) if args else tuple(value)
-        raise TypeMismatch(describe_type(tp))
-    if origin in (dict, collections.abc.Mapping, collections.abc.MutableMapping):
-        if isinstance(value, collections.abc.Mapping):
-            key_tp, value_tp = args if args else (Any, Any)
-            return {coerce_value(k, key_tp): coerce_value(v, value_tp) for k, v in value.items()}
-        raise TypeMismatch(describe_type(tp))
-    if origin is type:
-        if isinstance(value, type):
-            return value
-        raise TypeMismatch(describe_type(tp))
+    origin = typing.get_origin(tp)
+    if origin is None and tp in _CALLABLES:
+        origin = collections.abc.Callable
     if origin is not None:
-        return coerce_value(value, origin)
-
+        coerce = _BY_ORIGIN.get(origin)
+        # Any other generic (``Iterable[int]``, a user's ``Generic``) is checked against its origin class.
+        return coerce(value, tp, typing.get_args(tp)) if coerce else coerce_value(value, origin)
     if isinstance(tp, type):
-        if tp is OutputFileName:
-            if not isinstance(value, str):
-                raise TypeMismatch(describe_type(tp))
-            try:
-                return check_plain_name(value)
-            except UnsafeName as exc:
-                raise TypeMismatch(f"{describe_type(tp)}; {exc}") from None
-        if issubclass(tp, enum.Enum):
-            if isinstance(value, tp):
-                return value
-            for member in tp:
-                if value == member.value or (isinstance(value, str) and value == member.name):
-                    return member
-            raise TypeMismatch(describe_type(tp))
-        if tp is bool:
-            if isinstance(value, bool):
-                return value
-            raise TypeMismatch("bool")
-        if tp is int:
-            if isinstance(value, int) and not isinstance(value, bool):
-                return value
-            raise TypeMismatch("int")
-        if tp is float:
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                return float(value)
-            raise TypeMismatch("float")
-        if tp is list:
-            if isinstance(value, list | tuple):
-                return list(value)
-            raise TypeMismatch("list")
-        if tp is dict:
-            if isinstance(value, collections.abc.Mapping):
-                return dict(value)
-            raise TypeMismatch("dict")
-        if issubclass(tp, Path):
-            if isinstance(value, str | Path):
-                return value
-            raise TypeMismatch("path")
-        if isinstance(value, tp):
-            return value
-        raise TypeMismatch(describe_type(tp))
+        return _coerce_to_class(value, tp)
     return value
+
+
+_CALLABLES = (collections.abc.Callable, typing.Callable)
+
+
+def _union(value: Any, tp: Any, args: tuple[Any, ...]) -> Any:
+    # Exact matches first, so that a str stays a str in ``str | SomeEnum``.
+    if any(_is_exact(value, arg) for arg in args):
+        return value
+    for arg in args:
+        try:
+            return coerce_value(value, arg)
+        except TypeMismatch:
+            continue
+    raise TypeMismatch(describe_type(tp))
+
+
+def _literal(value: Any, tp: Any, args: tuple[Any, ...]) -> Any:
+    if value in args:
+        return value
+    raise TypeMismatch(describe_type(tp))
+
+
+def _callable(value: Any, tp: Any, args: tuple[Any, ...]) -> Any:
+    if callable(value):
+        return value
+    raise TypeMismatch("Callable")
+
+
+def _collection(value: Any, tp: Any, args: tuple[Any, ...]) -> Any:
+    if not isinstance(value, list | tuple | set | frozenset):
+        raise TypeMismatch(describe_type(tp))
+    items = [coerce_value(item, args[0] if args else Any) for item in value]
+    return type(value)(items) if typing.get_origin(tp) in (set, frozenset) else items
+
+
+def _tuple(value: Any, tp: Any, args: tuple[Any, ...]) -> Any:
+    if not isinstance(value, list | tuple):
+        raise TypeMismatch(describe_type(tp))
+    if len(args) == 2 and args[1] is Ellipsis:
+        return tuple(coerce_value(item, args[0]) for item in value)
+    if not args:
+        return tuple(value)
+    if len(args) != len(value):
+        raise TypeMismatch(describe_type(tp))
+    return tuple(coerce_value(item, arg) for item, arg in zip(value, args, strict=True))
+
+
+def _mapping(value: Any, tp: Any, args: tuple[Any, ...]) -> Any:
+    if not isinstance(value, collections.abc.Mapping):
+        raise TypeMismatch(describe_type(tp))
+    key_tp, value_tp = args if args else (Any, Any)
+    return {coerce_value(key, key_tp): coerce_value(item, value_tp) for key, item in value.items()}
+
+
+def _type(value: Any, tp: Any, args: tuple[Any, ...]) -> Any:
+    if isinstance(value, type):
+        return value
+    raise TypeMismatch(describe_type(tp))
+
+
+_BY_ORIGIN: dict[Any, Callable[[Any, Any, tuple[Any, ...]], Any]] = {
+    typing.Union: _union,
+    types.UnionType: _union,
+    typing.Literal: _literal,
+    collections.abc.Callable: _callable,
+    list: _collection,
+    collections.abc.Sequence: _collection,
+    collections.abc.MutableSequence: _collection,
+    set: _collection,
+    frozenset: _collection,
+    tuple: _tuple,
+    dict: _mapping,
+    collections.abc.Mapping: _mapping,
+    collections.abc.MutableMapping: _mapping,
+    type: _type,
+}
+
+
+def _not_bool(kinds: type | types.UnionType) -> Callable[[Any], bool]:
+    # bool is an int in Python, never in a config: ``True`` is no batch size.
+    return lambda value: isinstance(value, kinds) and not isinstance(value, bool)
+
+
+def _keep(value: Any) -> Any:
+    return value
+
+
+#: Plain classes JSON spells loosely: (the name in the error, what is accepted, the conversion).
+_PLAIN_CLASSES: dict[type, tuple[str, Callable[[Any], bool], Callable[[Any], Any]]] = {
+    bool: ("bool", lambda value: isinstance(value, bool), _keep),
+    int: ("int", _not_bool(int), _keep),
+    float: ("float", _not_bool(int | float), float),
+    list: ("list", lambda value: isinstance(value, list | tuple), list),
+    dict: ("dict", lambda value: isinstance(value, collections.abc.Mapping), dict),
+}
+
+
+def _coerce_to_class(value: Any, tp: type) -> Any:
+    if tp is OutputFileName:
+        if not isinstance(value, str):
+            raise TypeMismatch(describe_type(tp))
+        try:
+            return check_plain_name(value)
+        except UnsafeName as exc:
+            raise TypeMismatch(f"{describe_type(tp)}; {exc}") from None
+    if issubclass(tp, enum.Enum):
+        return _enum_member(value, tp)
+    if tp in _PLAIN_CLASSES:
+        name, accepts, convert = _PLAIN_CLASSES[tp]
+        if accepts(value):
+            return convert(value)
+        raise TypeMismatch(name)
+    if issubclass(tp, Path):
+        if isinstance(value, str | Path):
+            return value
+        raise TypeMismatch("path")
+    if isinstance(value, tp):
+        return value
+    raise TypeMismatch(describe_type(tp))
+
+
+def _enum_member(value: Any, tp: type[enum.Enum]) -> enum.Enum:
+    if isinstance(value, tp):
+        return value
+    for member in tp:
+        if value == member.value or (isinstance(value, str) and value == member.name):
+            return member
+    raise TypeMismatch(describe_type(tp))
 
 
 def _is_exact(value: Any, tp: Any) -> bool:
