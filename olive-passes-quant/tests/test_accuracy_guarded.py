@@ -13,12 +13,15 @@ import onnx
 import onnxruntime as ort
 import pytest
 
+from olive.evaluator.metrics.agreement import AgreementMetric
 from olive.exceptions import OliveError, PassConfigError
 from olive.hardware import DEFAULT_CPU_ACCELERATOR
 from olive.testing.contract import assert_pass_contract
 from olive.testing.models import bert_like_model, planted_node_name, random_inputs, save_model, write_npz_dataset
 from olive_passes_quant.accuracy_guarded import AccuracyTargetNotMetError, OnnxAccuracyGuardedQuantization
 from olive_passes_quant.sensitivity import OnnxSensitivityAnalysis
+
+AGREEMENT_TOLERANCE = AgreementMetric.default_tolerance
 
 # Which nodes the guard keeps depends on the CPU's int8 kernel: tox -e avx2 runs these as on an AVX2-only CPU too.
 pytestmark = pytest.mark.int8_kernel
@@ -552,7 +555,12 @@ def test_search_over_targets_under_a_latency_goal_keeps_the_most_accurate_model(
     # Plain int8 is enough for 0.9 and misses the workflow's 0.99 goal; keeping the planted node meets it.
     assert guards[0.9].meets_goals is False
     assert guards[0.99].meets_goals is True
-    key = "agreement-cosine_min"
     eligible = [n for n in guards.values() if n.meets_goals]
     assert output.best is not None and output.best.meets_goals
-    assert output.best.metrics[key]["value"] == max(n.metrics[key]["value"] for n in eligible)
+    # The ranking rule: cosine_min values closer than the agreement metric's tolerance tie, and cosine_mean
+    # (priority 2) decides between them; two guards that keep nearly the same nodes can tie on either CPU.
+    best_min = max(n.metrics["agreement-cosine_min"]["value"] for n in eligible)
+    tied = [n for n in eligible if n.metrics["agreement-cosine_min"]["value"] >= best_min - AGREEMENT_TOLERANCE]
+    assert output.best in tied
+    best_mean = max(n.metrics["agreement-cosine_mean"]["value"] for n in tied)
+    assert output.best.metrics["agreement-cosine_mean"]["value"] >= best_mean - AGREEMENT_TOLERANCE
