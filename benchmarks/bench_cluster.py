@@ -20,7 +20,8 @@ Reported: wall time, bytes through Ray (models put once for node-local workers; 
 from storage, and per-trial overhead against the process executor with as many workers: ``(wall_ray - wall_process)
 / trials`` as a share of one trial's time (``wall_process x workers / trials``). The CPU is named beside every
 figure. Run ``python benchmarks/bench_cluster.py`` (``--quick`` for a 4-point smoke run on small models, ``--json``
-for numbers only). It needs ``olive-core[ray,remote]`` and ``moto[server]`` (``tox -e cluster`` has them).
+for numbers only, ``--workload large --large-mb 512`` for the 0.5 GB model alone). It needs ``olive-core[ray,remote]``
+and ``moto[server]`` (``tox -e cluster`` has them).
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ def _load(name: str, path: Path) -> Any:
     return module
 
 
+WORKLOADS = ("quickstart", "large")
+
+
 def _models(root: Path, quick: bool, large_mb: int) -> dict[str, tuple[Path, Path, int]]:
     """workload -> (model file, data file, points)."""
     import numpy as np
@@ -94,7 +98,7 @@ def _size_mb(model: Path) -> float:
     return round(sum(p.stat().st_size for p in model.parent.iterdir() if p.is_file()) / 1e6, 1)
 
 
-def measure(quick: bool, large_mb: int) -> dict[str, Any]:
+def measure(quick: bool, large_mb: int, workloads: tuple[str, ...] = WORKLOADS) -> dict[str, Any]:
     conftest = _load("olive_cluster_harness", CLUSTER_TESTS / "conftest.py")
     parallel = _load("bench_parallel", HERE / "bench_parallel.py")
 
@@ -114,7 +118,7 @@ def measure(quick: bool, large_mb: int) -> dict[str, Any]:
         caches.mkdir()
         (root / "log").mkdir()
         models = _models(root, quick, large_mb)
-        timed = [name for name in models if name != "warm-up"]
+        timed = [name for name in models if name in workloads]
         s3 = conftest.S3Server(conftest._free_port())
         s3.start()
         os.environ.update({**conftest.CREDENTIALS, "AWS_ENDPOINT_URL": s3.endpoint})
@@ -199,11 +203,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small models, few points (a smoke run)")
     parser.add_argument("--large-mb", type=int, default=128, help="weights of the large model in MiB (default 128)")
+    parser.add_argument(
+        "--workload", action="append", choices=WORKLOADS, help="run only this workload (repeatable; default: both)"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON only")
     args = parser.parse_args(argv)
     # onnxruntime's quantizer asks for pre-processing on every call, through the root logger
     logging.getLogger().setLevel(logging.ERROR)
-    report = measure(args.quick, args.large_mb)
+    report = measure(args.quick, args.large_mb, tuple(args.workload or WORKLOADS))
     if args.json:
         print(json.dumps(report))
         return 0
