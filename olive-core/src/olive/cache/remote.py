@@ -36,7 +36,7 @@ import json
 import logging
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -130,7 +130,8 @@ def _canonical(value: Any) -> bytes:
 
 class RemoteCache:
     """One remote cache URL, opened on first use. Every operation either works, finds nothing (None), or turns the
-    remote off for this process with one warning (storage unreachable); none raises into a run.
+    remote off for this process (storage unreachable: one warning per run, see :attr:`report_down`); none raises
+    into a run.
 
     ``bytes_up`` / ``bytes_down`` count the bytes this process moved (for benchmarks and ``olive cache info``).
     """
@@ -145,6 +146,9 @@ class RemoteCache:
         self.bytes_down = 0
         #: blobs found corrupt in this process: an upload writes them again even though they exist
         self._bad_blobs: set[str] = set()
+        #: where the one "unreachable" warning goes instead of the log: a worker process hands it to the engine,
+        #: which warns once per run however many workers found the storage gone
+        self.report_down: Callable[[str], None] | None = None
 
     # ------------------------------------------------------------------------------------------
     @property
@@ -202,14 +206,20 @@ class RemoteCache:
             raise
         except Exception as exc:  # botocore, aiohttp, OSError...: whatever the storage library raises
             self.down = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-            logger.warning(
-                "remote cache '%s' is unreachable (%s, while %s): this run goes on from local work and uses the "
-                "remote no more; what it made stays in the local cache",
-                self.url,
-                self.down,
-                what,
+            message = (
+                f"remote cache '{self.url}' is unreachable ({self.down}, while {what}): this run goes on from local "
+                "work and uses the remote no more; what it made stays in the local cache"
             )
+            if self.report_down is not None:
+                self.report_down(message)
+            else:
+                logger.warning("%s", message)
             raise RemoteUnreachable(self.down) from None
+
+    def mark_down(self, reason: str) -> None:
+        """Use the remote no more (another process of this run found it unreachable and said so)."""
+        if self.down is None:
+            self.down = reason
 
     # ------------------------------------------------------------------------------------------
     def _read_json(self, path: str, what: str) -> Any:

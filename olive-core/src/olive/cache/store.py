@@ -155,6 +155,19 @@ def hash_file(path: str | Path) -> str:
     return digest
 
 
+def hash_path(path: str | Path) -> str:
+    """The sha256 of a file's bytes, or of a folder's files (their paths relative to it and their digests).
+
+    Where the file or folder lies is not part of it: the same data at another path has the same digest."""
+    path = Path(path)
+    if not path.is_dir():
+        return hash_file(path)
+    sha = hashlib.sha256(b"folder\0")
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        sha.update(f"{file.relative_to(path).as_posix()}\0{hash_file(file)}\n".encode())
+    return sha.hexdigest()
+
+
 def _digest_record(signature: FileSignature) -> Path | None:
     if _DIGEST_DIR is None:
         return None

@@ -26,6 +26,7 @@ from typing import Any
 
 import attrs
 
+from olive.cache.store import hash_path
 from olive.config_errors import (
     SEED_MAX,
     check_keys,
@@ -283,30 +284,39 @@ class DataConfig:
         return attrs.evolve(self, role=role)
 
     def content_hash(self) -> str:
-        """sha256 of the config and the bytes of the files it reads (data files, user script).
+        """sha256 of what the samples are made of: this config with each file or folder it reads (``data_path``,
+        ``data_dir``, ``user_script``, a plugin container's own files) replaced by its content's digest, and the
+        role.
 
-        Paths alone would let an edited ``.npz`` reuse stale cached results; this changes with the content.
+        Where the files lie is not part of it: the same data at another path (another machine, a Ray node's copy)
+        reuses cached runs and evaluations, and an edited ``.npz`` is measured again.
         """
-        digest = hashlib.sha256(json.dumps(self.to_json(), sort_keys=True, default=str).encode())
-        if self.role is not None:
-            digest.update(f"role={self.role}".encode())
+        files = self._files_read()
+        digests = {}
+        for name in files:
+            try:
+                digests[name] = {"sha256": hash_path(name)}
+            except OSError:
+                # A file that cannot be read stays named by its path (loading it fails with a clear error).
+                continue
+        form = _by_content(self.to_json(), digests)
+        if self.script_dir:
+            # Only what the user script imports from it counts, which no digest of the folder can tell.
+            form["script_dir"] = Path(self.script_dir).name
+        # A container may read files its config does not spell out (beside its data file): their digests count too.
+        reads = [digests.get(name) for name in files]
+        text = json.dumps({"config": form, "reads": reads, "role": self.role}, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def _files_read(self) -> list[str]:
         files = [self.user_script] if self.user_script else []
         for field in COMPONENT_FIELDS:
             params = getattr(self, field).params
             files.extend(str(params[key]) for key in _PATH_PARAMS if isinstance(params.get(key), str))
         container = find_container(self.type) if self.type not in CONTAINER_DEFAULTS else None
         if container is not None:
-            files.extend(container.files(self))
-        for name in files:
-            path = Path(name)
-            targets = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-            for target in targets:
-                digest.update(str(target).encode())
-                if target.is_file():
-                    with target.open("rb") as handle:
-                        for chunk in iter(lambda h=handle: h.read(1 << 20), b""):
-                            digest.update(chunk)
-        return digest.hexdigest()
+            files.extend(str(name) for name in container.files(self))
+        return files
 
     @property
     def where(self) -> str:
@@ -531,3 +541,14 @@ def _scripts(data: Mapping[str, Any], json_path: str, base_dir: str | Path | Non
             user_path(user_script, f"{json_path}.user_script", script_dir or base_dir, must_exist=True, kind="file")
         )
     return user_script, script_dir
+
+
+def _by_content(value: Any, digests: Mapping[str, Any]) -> Any:
+    """``value`` (a config's JSON) with every string that names a file in ``digests`` replaced by its digest."""
+    if isinstance(value, str):
+        return digests.get(value, value)
+    if isinstance(value, Mapping):
+        return {key: _by_content(item, digests) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_by_content(item, digests) for item in value]
+    return value

@@ -23,7 +23,7 @@ from olive.engine.limits import SearchLimits
 from olive.engine.output import WorkflowOutput
 from olive.engine.progress import SearchProgress
 from olive.engine.recording import TrialRecorder
-from olive.engine.results import Status, StepResult, StepStarted, TrialEvent
+from olive.engine.results import RemoteDown, Status, StepResult, StepStarted, TrialEvent
 from olive.engine.trial import TrialContext, TrialRequest, TrialWorker
 from olive.evaluator.goals import resolve_goals
 from olive.exceptions import PassRunError
@@ -236,7 +236,13 @@ class Engine:
                     exhausted = True
                     break
                 request = TrialRequest(
-                    model.to_json(), model_hash, plan_keys, point, self.evaluator is not None, recorder.failed_runs
+                    model.to_json(),
+                    model_hash,
+                    plan_keys,
+                    point,
+                    self.evaluator is not None,
+                    recorder.failed_runs,
+                    remote_down=self.cache.remote.down if self.cache.remote is not None else None,
                 )
                 queue.append((executor.submit(request), point))
             if not queue:
@@ -246,7 +252,7 @@ class Engine:
                 done[trial_id] = events
                 continue
             trial_id, point = queue.popleft()
-            node, status = recorder.record_trial(parent_id, point, done.pop(trial_id), candidates)
+            node, status = recorder.record_trial(parent_id, point, self._storage_noted(done.pop(trial_id)), candidates)
             if status is Status.PRUNED:
                 sampler.report(point, None, pruned=True)
                 continue
@@ -261,6 +267,16 @@ class Engine:
         if not (exhausted or stopped):
             self._limits.note_end(samples)
         return found
+
+    def _storage_noted(self, events: Iterable[TrialEvent]) -> Iterator[TrialEvent]:
+        """``events`` without a worker's :class:`RemoteDown`: the first one turns the engine's remote cache off with
+        the run's one warning; the next trials' workers are told (``TrialRequest.remote_down``)."""
+        for event in events:
+            if not isinstance(event, RemoteDown):
+                yield event
+            elif self.cache.remote is not None and self.cache.remote.available:
+                self.cache.remote.mark_down(event.message)
+                logger.warning("%s", event.message)
 
     def _sampler(self, space: JointSearchSpace) -> Sampler:
         strategy = self.workflow.search_strategy

@@ -45,12 +45,12 @@ from olive.engine.transfer import (
     NodeResult,
     ShippedCorrupt,
     ShippedData,
-    data_on_node,
+    inputs_on_node,
     land,
     model_on_node,
     node_cache_dir,
     node_name,
-    package_data,
+    package_inputs,
     package_model,
     relocated,
     sees_engine_cache,
@@ -133,9 +133,11 @@ class InlineExecutor(TrialExecutor):
 def run_in_worker(context: TrialContext, request: TrialRequest) -> list[TrialEvent]:
     """A whole trial in a worker process or Ray task; anything raised outside a pass fails this trial only."""
     try:
-        return list(TrialWorker.for_context(context).run(request))
+        worker = TrialWorker.for_context(context)
+        events: list[TrialEvent] = list(worker.run(request))
     except Exception as exc:
         return [TrialFailed(f"{type(exc).__name__}: {exc}")]
+    return events + worker.storage_notes()
 
 
 # context id -> the context of a node-local Ray worker (its own cache, the reference model on its node)
@@ -167,7 +169,7 @@ def run_on_ray_node(
             if models[1] is not None:
                 path = model_on_node(store, context.reference_hash, lambda: ray.get(models[1]))
                 reference_json = relocated(reference_json, path)
-            local = data_on_node(store, context, data, ray.get)
+            local = inputs_on_node(store, context, data, ray.get)
             local = attrs.evolve(local, cache_root=str(store.root), reference_model_json=reference_json)
             _NODE_CONTEXTS.clear()
             _NODE_CONTEXTS[context.context_id] = local
@@ -176,9 +178,8 @@ def run_on_ray_node(
             path, what = missing[0]
             why = f": {data.withheld[path]}" if path in data.withheld else ""
             error = (
-                f"the Ray worker on node '{node}' cannot read '{path}' ({what}){why}; every node must see the "
-                "workflow's scripts, data folders and data files too large to ship at the same path: copy them "
-                "there, or keep them on a folder every node mounts"
+                f"the Ray worker on node '{node}' cannot read '{path}' ({what}){why}; every node must see an input "
+                "that is not shipped at the same path: copy it there, or keep it on a folder every node mounts"
             )
             return NodeResult([TrialFailed(error)], node_local=True, node=node)
         worker = TrialWorker.for_context(local)
@@ -395,8 +396,8 @@ class RayExecutor(TrialExecutor):
         self.bytes_back = 0
         self.entries_via_remote = 0
         self._reference_ref = self._package(context.reference_model_json, context.reference_hash)
-        # The data files are put once for the whole search; each node-local node fetches each one once.
-        data_packages, withheld = package_data(context.workflow)
+        # The inputs are put once for the whole search; each node-local node fetches each one once.
+        data_packages, withheld = package_inputs(context.workflow)
         self._data = ShippedData(
             {p.path: ray.put(p) for p in data_packages}, {p.path: p.sha256 for p in data_packages}, withheld
         )

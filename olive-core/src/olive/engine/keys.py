@@ -8,10 +8,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from olive.cache.store import hash_file
+from olive.data.config import DataConfig
+from olive.passes.pass_config import to_json_value
 
 if TYPE_CHECKING:
     from olive.hardware.accelerator import AcceleratorSpec
     from olive.passes.olive_pass import Pass
+    from olive.passes.pass_config import BasePassConfig
     from olive.plugins.identity import PassIdentity
 
 KEY_FORMAT = 1
@@ -52,6 +55,15 @@ class ScriptHashes:
 def digest(payload: dict[str, Any]) -> str:
     text = json.dumps(payload, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def key_config(config: BasePassConfig) -> dict[str, Any]:
+    """A pass config as its run key holds it: its JSON, with a data config named by its content
+    (:meth:`DataConfig.content_hash`), so that the same data at another path is the same run."""
+    return {
+        name: {"data_config": value.content_hash()} if isinstance(value, DataConfig) else to_json_value(value)
+        for name, value in config.to_dict().items()
+    }
 
 
 def run_key(

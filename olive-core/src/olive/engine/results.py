@@ -102,4 +102,12 @@ class TrialFailed:
     error: str
 
 
-TrialEvent = StepStarted | StepResult | EvaluationResult | TrialFailed
+@attrs.frozen
+class RemoteDown:
+    """A worker found the remote cache unreachable during the trial: the engine warns (once per run) and stops
+    using it; ``message`` is the warning, which names no credentials."""
+
+    message: str
+
+
+TrialEvent = StepStarted | StepResult | EvaluationResult | TrialFailed | RemoteDown

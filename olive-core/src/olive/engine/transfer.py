@@ -17,16 +17,17 @@ worker's do. Where it does not, the worker is *node-local*:
   run would write it (a temp folder renamed into place, under the run's lock), after checking every file's
   sha256 and the model's content hash; a result that does not check out is a failed step, never a silent one.
 
-- the data files the workflow's data configs name (``data_path`` / ``data_dir`` of a component) travel like the
-  model: the engine puts each regular file up to :data:`DATA_LIMIT` in Ray's object store once with its sha256
-  (:class:`DataPackage`); a node-local worker that cannot read the path writes it once per node under its node
-  cache's ``inputs/data/<sha256>/<name>``, checks the digest, and runs its trials with the data config's path
-  rewritten to that copy (:func:`data_on_node`). An evaluation's cache key is then made on that node from the copy's
-  path, so its entries differ from the engine's own for the same bytes (the footprint does not).
+- the files and folders a trial reads besides the models travel like the model (:func:`input_paths`: each data
+  config's ``data_path`` / ``data_dir``, and the ``user_script`` and ``script_dir`` of the workflow, its
+  evaluator, its passes and its data configs): the engine puts each one up to :data:`DATA_LIMIT` in Ray's
+  object store once, every file with its sha256 (:class:`InputPackage`); a node-local worker that cannot read the
+  path writes it once per node under its node cache's ``inputs/data/<sha256>/<name>``, checks every digest, and
+  runs its trials on a copy of the search that names the node's copy wherever it named the path
+  (:func:`inputs_on_node`). Data reaches the cache keys by content (:meth:`DataConfig.content_hash`), so the
+  node's pass runs and evaluations have the engine's keys.
 
-A folder of data, a data file over :data:`DATA_LIMIT`, and the scripts a workflow names (its ``user_script``,
-``script_dir``, a data config's ``user_script``, and whatever a user script opens by itself) are read where they
-are: a worker that cannot read one fails the trial with an error naming the path and why it was not shipped
+An input over :data:`DATA_LIMIT`, and whatever a user script opens by itself, is read where it is: a worker that
+cannot read one fails the trial with an error naming the path and why it was not shipped
 (:func:`unreadable_inputs`).
 """
 
@@ -68,10 +69,10 @@ logger = logging.getLogger(__name__)
 #: past 64 MiB a few trials of a large model would fill it, and the worker's upload is made anyway (the remote
 #: caches every run), so only the engine's download is extra.
 INLINE_LIMIT = 64 << 20
-#: Data files up to this size are shipped to node-local workers through Ray's object store. Each is put once for the
-#: whole search and stays there while it runs, next to the models in flight, in the head's object store (30% of its
-#: memory by default); calibration and evaluation sets are far smaller. A larger file, or a folder, must be readable
-#: at its path on every node (copy it there, or mount it).
+#: Inputs (a data file or folder, a script, a script folder) up to this size are shipped to node-local workers
+#: through Ray's object store. Each is put once for the whole search and stays there while it runs, next to the
+#: models in flight, in the head's object store (30% of its memory by default); calibration and evaluation sets are
+#: far smaller. A larger one must be readable at its path on every node (copy it there, or mount it).
 DATA_LIMIT = 256 << 20
 WORKER_CACHE_ENV = "OLIVE_WORKER_CACHE_DIR"
 
@@ -95,23 +96,27 @@ class ModelPackage:
 
 
 @attrs.frozen
-class DataPackage:
-    """One data file a data config names, with its sha256, put in Ray's object store once."""
+class InputPackage:
+    """A file or folder a trial reads, as the workflow names it (``path``), put in Ray's object store once: its
+    files (relative to the folder; a file's own name for a file), each with its sha256, and the sha256 of the
+    whole (:func:`input_sha256`)."""
 
     path: str
     sha256: str
-    data: bytes
+    files: dict[str, bytes]
+    digests: dict[str, str]
+    folder: bool = False
 
     @property
     def size(self) -> int:
-        return len(self.data)
+        return sum(len(data) for data in self.files.values())
 
 
 @attrs.frozen
 class ShippedData:
-    """The data files of a search for node-local workers: Ray references to their :class:`DataPackage` and their
-    sha256 (so that a node holding a copy fetches nothing) by the path the workflow names, and why each other data
-    path was not shipped."""
+    """The inputs of a search for node-local workers: Ray references to their :class:`InputPackage` and their
+    sha256 (so that a node holding a copy fetches nothing) by the path the workflow names, and why each other input
+    was not shipped."""
 
     refs: dict[str, Any] = attrs.Factory(dict)
     digests: dict[str, str] = attrs.Factory(dict)
@@ -178,10 +183,21 @@ def package_model(model_json: dict[str, Any], model_hash: str) -> ModelPackage |
     return ModelPackage(model_hash, rel, files, {name: _sha256(data) for name, data in files.items()})
 
 
-def data_paths(workflow: WorkflowConfig) -> list[tuple[str, str]]:
-    """``(path, what names it)`` of every data path (``data_path`` / ``data_dir``) of the workflow's data configs."""
+def input_paths(workflow: WorkflowConfig) -> list[tuple[str, str]]:
+    """``(path, what names it)`` of every file and folder a trial reads besides the models: the ``user_script`` and
+    ``script_dir`` of the workflow, its evaluator, its passes and its data configs, and each data config's data
+    paths (``data_path`` / ``data_dir`` of a component)."""
+    owners = [(workflow, ""), (workflow.evaluator, "evaluator ")]
+    owners += [(spec, f"pass '{key}' ") for key, specs in workflow.passes.items() for spec in specs]
     named: list[tuple[str, str]] = []
+    for owner, prefix in owners:
+        for key in ("user_script", "script_dir"):
+            if owner is not None and getattr(owner, key, None):
+                named.append((str(getattr(owner, key)), f"{prefix}{key}"))
     for name, data in workflow.data_configs.items():
+        for key in ("user_script", "script_dir"):
+            if getattr(data, key):
+                named.append((str(getattr(data, key)), f"data config '{name}' {key}"))
         for field in COMPONENT_FIELDS:
             params = getattr(data, field).params
             for key in ("data_path", "data_dir"):
@@ -190,25 +206,42 @@ def data_paths(workflow: WorkflowConfig) -> list[tuple[str, str]]:
     return named
 
 
-def package_data(workflow: WorkflowConfig, limit: int | None = None) -> tuple[list[DataPackage], dict[str, str]]:
-    """The data files of ``workflow`` that can travel (regular files up to ``limit``, default :data:`DATA_LIMIT`),
-    and why each other data path cannot."""
+def input_sha256(digests: dict[str, str], folder: bool) -> str:
+    """A file's sha256, or a folder's: of its files' relative paths and digests, in order (as
+    :func:`olive.cache.store.hash_path`)."""
+    if not folder:
+        return next(iter(digests.values()))
+    sha = hashlib.sha256(b"folder\0")
+    for rel in sorted(digests):
+        sha.update(f"{rel}\0{digests[rel]}\n".encode())
+    return sha.hexdigest()
+
+
+def package_inputs(workflow: WorkflowConfig, limit: int | None = None) -> tuple[list[InputPackage], dict[str, str]]:
+    """The inputs of ``workflow`` that can travel (regular files and folders of them, up to ``limit`` bytes each,
+    default :data:`DATA_LIMIT`), and why each other one cannot."""
     limit = DATA_LIMIT if limit is None else limit
-    packages: dict[str, DataPackage] = {}
+    packages: dict[str, InputPackage] = {}
     withheld: dict[str, str] = {}
-    for raw, _ in data_paths(workflow):
+    for raw, _ in input_paths(workflow):
         path = Path(raw)
         if raw in packages or raw in withheld or not path.exists():
             continue  # a missing file fails everywhere with the loader's own error
-        if not path.is_file():
-            withheld[raw] = "a folder is not shipped to Ray nodes"
-            continue
-        size = path.stat().st_size
+        folder = path.is_dir()
+        if folder:
+            found = sorted(p for p in path.rglob("*") if not p.is_dir())
+            if any(p.is_symlink() or not p.is_file() for p in found):
+                withheld[raw] = "a folder holding links or special files is not shipped to Ray nodes"
+                continue
+        else:
+            found = [path]
+        size = sum(p.stat().st_size for p in found)
         if size > limit:
-            withheld[raw] = f"it is {size} bytes, over the {limit}-byte limit of data files shipped to Ray nodes"
+            withheld[raw] = f"it is {size} bytes, over the {limit}-byte limit of inputs shipped to Ray nodes"
             continue
-        data = path.read_bytes()
-        packages[raw] = DataPackage(raw, _sha256(data), data)
+        files = {(p.relative_to(path).as_posix() if folder else path.name): p.read_bytes() for p in found}
+        digests = {rel: _sha256(data) for rel, data in files.items()}
+        packages[raw] = InputPackage(raw, input_sha256(digests, folder), files, digests, folder)
     return list(packages.values()), withheld
 
 
@@ -303,69 +336,97 @@ def relocated(model_json: dict[str, Any], path: Path) -> dict[str, Any]:
     return {**model_json, "config": {**(model_json.get("config") or {}), "model_path": str(path)}}
 
 
-def data_copy_path(store: CacheStore, path: str, sha256: str) -> Path:
+def input_copy_path(store: CacheStore, path: str, sha256: str) -> Path:
     return store.root / "inputs" / "data" / sha256 / (Path(path).name or "data")
 
 
-def data_file_on_node(store: CacheStore, package: DataPackage) -> Path:
-    """The data file of ``package`` on this node, under ``inputs/data/<sha256>/`` of ``store`` with its own name:
-    written once per node (a temp file renamed into place) after its sha256 checks out. Returns its path."""
-    final = data_copy_path(store, package.path, package.sha256)
-    if final.is_file():
+def input_on_node(store: CacheStore, package: InputPackage) -> Path:
+    """The input of ``package`` on this node, under ``inputs/data/<sha256>/`` of ``store`` with its own name:
+    written once per node (a temp file or folder renamed into place) after every digest checks out. Returns its
+    path."""
+    final = input_copy_path(store, package.path, package.sha256)
+    if final.exists():
         return final
-    if _sha256(package.data) != package.sha256:
-        raise ShippedCorrupt(f"the data file '{package.path}' arrived with another sha256 than it left with")
+    for rel, data in package.files.items():
+        if _sha256(data) != package.digests.get(rel):
+            raise ShippedCorrupt(f"'{rel}' of '{package.path}' arrived with another sha256 than it left with")
+    if input_sha256(package.digests, package.folder) != package.sha256:
+        raise ShippedCorrupt(f"'{package.path}' arrived with other files than it left with")
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = final.parent / f".{final.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
     try:
-        tmp.write_bytes(package.data)
-        tmp.replace(final)
+        if package.folder:
+            for rel, data in package.files.items():
+                target = inside(tmp, rel)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            tmp.mkdir(exist_ok=True)  # an empty folder
+        else:
+            tmp.write_bytes(next(iter(package.files.values())))
+        try:
+            tmp.rename(final)
+        except OSError:
+            if not final.exists():
+                raise
+    except UnsafeName as exc:
+        raise ShippedCorrupt(f"a file of '{package.path}' is not inside it ({exc})") from None
     finally:
-        tmp.unlink(missing_ok=True)
+        if tmp.is_dir():
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            tmp.unlink(missing_ok=True)
     return final
 
 
-def data_on_node(
-    store: CacheStore, context: TrialContext, shipped: ShippedData, fetch: Callable[[Any], DataPackage]
+def inputs_on_node(
+    store: CacheStore, context: TrialContext, shipped: ShippedData, fetch: Callable[[Any], InputPackage]
 ) -> TrialContext:
-    """``context`` with each data path this node cannot read but that was shipped (``shipped``, fetched with
-    ``fetch`` from Ray's object store) rewritten to its copy on this node (:func:`data_file_on_node`); ``context``
+    """``context`` naming, wherever it named an input this node cannot read but that was shipped (``shipped``,
+    fetched with ``fetch`` from Ray's object store), its copy on this node (:func:`input_on_node`); ``context``
     itself when there is none."""
-    wanted = {raw for raw, _ in data_paths(context.workflow) if raw in shipped.refs and not os.access(raw, os.R_OK)}
+    wanted = {raw for raw, _ in input_paths(context.workflow) if raw in shipped.refs and not os.access(raw, os.R_OK)}
     if not wanted:
         return context
     local: dict[str, str] = {}
     for raw in sorted(wanted):
-        held = data_copy_path(store, raw, shipped.digests[raw]) if raw in shipped.digests else None
-        # A copy is only ever renamed into place whole, after its digest checked out.
-        local[raw] = str(
-            held if held is not None and held.is_file() else data_file_on_node(store, fetch(shipped.refs[raw]))
-        )
-    # A copy of the whole context, rewritten in place: a pass's data config is the workflow's own object, and a
-    # per-role copy (fit, judge) shares its components and so their one params dict; rewriting those dicts reaches
-    # every holder the deep copy keeps shared, while the context the task received stays as the engine sent it.
+        held = input_copy_path(store, raw, shipped.digests[raw]) if raw in shipped.digests else None
+        # A copy is only ever renamed into place whole, after its digests checked out.
+        local[raw] = str(held if held is not None and held.exists() else input_on_node(store, fetch(shipped.refs[raw])))
+    # A copy of the whole context, rewritten in place: the same path is held by the workflow, its data configs,
+    # their per-role copies (which share their components' params) and the plans' resolved pass configs, and
+    # every one of them must name the node's copy; the context the task received stays as the engine sent it.
     context = copy.deepcopy(context)
-    for data in context.workflow.data_configs.values():
-        for field in COMPONENT_FIELDS:
-            params = getattr(data, field).params
-            for key in ("data_path", "data_dir"):
-                if isinstance(params.get(key), str | Path) and str(params[key]) in local:
-                    params[key] = local[str(params[key])]
+    _renamed(context, local, set())
     return context
+
+
+def _renamed(value: Any, local: dict[str, str], seen: set[int]) -> Any:
+    """``value`` with every path in ``local`` (a ``str`` or ``Path`` equal to one) replaced by its node copy;
+    containers and attrs instances (frozen ones too: this is the node's own copy) are rewritten in place."""
+    if isinstance(value, str | Path):
+        return type(value)(local[str(value)]) if str(value) in local else value
+    if id(value) in seen or isinstance(value, type):
+        return value
+    seen.add(id(value))
+    if isinstance(value, dict):
+        for key, item in value.items():
+            value[key] = _renamed(item, local, seen)
+    elif isinstance(value, list):
+        value[:] = [_renamed(item, local, seen) for item in value]
+    elif isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return tuple(_renamed(item, local, seen) for item in value)
+    elif attrs.has(type(value)):
+        for field in attrs.fields(type(value)):
+            item = getattr(value, field.name)
+            renamed = _renamed(item, local, seen)
+            if renamed is not item:
+                object.__setattr__(value, field.name, renamed)
+    return value
 
 
 def unreadable_inputs(workflow: WorkflowConfig) -> list[tuple[str, str]]:
     """``(path, what names it)`` of the files and folders the workflow names that this node cannot read."""
-    named: list[tuple[str, str]] = []
-    if workflow.user_script is not None:
-        named.append((str(workflow.user_script), "user_script"))
-    if workflow.script_dir is not None:
-        named.append((str(workflow.script_dir), "script_dir"))
-    for name, data in workflow.data_configs.items():
-        if data.user_script:
-            named.append((str(data.user_script), f"data config '{name}' user_script"))
-    named += data_paths(workflow)
-    return [(path, what) for path, what in named if not os.access(path, os.R_OK)]
+    return [(path, what) for path, what in input_paths(workflow) if not os.access(path, os.R_OK)]
 
 
 def ship(store: CacheStore, touched: Iterable[tuple[str, str]], have: frozenset[str]) -> list[ShippedEntry]:

@@ -28,8 +28,8 @@ from olive.cache.remote import open_remote
 from olive.cache.space import DiskFullError, disk_full_reason
 from olive.cache.store import CacheStore, entry_files, hash_model
 from olive.engine.evaluation import ModelEvaluator
-from olive.engine.keys import ScriptHashes, run_key
-from olive.engine.results import Status, StepResult, StepStarted, TrialEvent
+from olive.engine.keys import ScriptHashes, key_config, run_key
+from olive.engine.results import RemoteDown, Status, StepResult, StepStarted, TrialEvent
 from olive.exceptions import PassConfigError, PassRunError
 from olive.execution_providers.targets import DEFAULT_TARGET, model_on_target, target_index
 from olive.model.handler import OliveModelHandler
@@ -110,6 +110,8 @@ class TrialRequest:
     point: dict[str, Any]
     evaluate: bool = True
     failed_runs: Mapping[tuple[str, str], str] = attrs.Factory(dict)
+    #: why the engine uses the remote cache no more (None: it does): the worker stops using it too
+    remote_down: str | None = None
 
 
 # The worker of the current search in this process (see TrialWorker.for_context).
@@ -133,6 +135,7 @@ class TrialWorker:
         self.reference_model = reference_model
         self.plans = {plan.key: plan for plan in context.plans}
         self.script_hashes = ScriptHashes()
+        self._storage_notes: list[str] = []
 
     @classmethod
     def for_context(cls, context: TrialContext) -> TrialWorker:
@@ -148,7 +151,16 @@ class TrialWorker:
             )
             reference = model_from_json(context.reference_model_json)
             worker = _WORKERS[context.context_id] = cls(context, cache, evaluator, reference)
+            if cache.remote is not None:
+                # A worker process does not warn: the engine does, once per run (see storage_notes).
+                cache.remote.report_down = worker._storage_notes.append
         return worker
+
+    def storage_notes(self) -> list[RemoteDown]:
+        """What this worker found of the remote cache since it was last asked (its one warning), as events."""
+        notes = [RemoteDown(message) for message in self._storage_notes]
+        self._storage_notes.clear()
+        return notes
 
     def run(self, request: TrialRequest) -> Iterator[TrialEvent]:
         """The events of one trial, produced as it runs: each step's start and result, then the evaluation.
@@ -156,6 +168,8 @@ class TrialWorker:
         The chain stops at the first step that is not OK. A pass that raises is a failed step, never an
         exception out of here.
         """
+        if request.remote_down is not None and self.cache.remote is not None:
+            self.cache.remote.mark_down(request.remote_down)
         model = model_from_json(request.start_json)
         model_hash = request.start_hash
         target = self.context.target(request.point)
@@ -202,7 +216,7 @@ class TrialWorker:
             return StepResult(plan.key, Status.PRUNED, cfg_json, error="validate_config returned False")
         script_hash = self.script_hashes(alternative.user_script)
         pass_class, identity = alternative.pass_class, alternative.identity
-        key = run_key(model_hash, model.to_json(), pass_class, identity, cfg_json, accelerator, script_hash)
+        key = run_key(model_hash, model.to_json(), pass_class, identity, key_config(config), accelerator, script_hash)
         known_failure = failed_runs.get((plan.key, key))
         if known_failure is not None:
             return StepResult(plan.key, Status.FAILED, cfg_json, key, error=known_failure)
