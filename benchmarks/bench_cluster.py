@@ -4,8 +4,8 @@ Two workloads, each point a real dynamic int8 quantization (bench_parallel's ``Q
 agreement:
 
 - ``quickstart``: a 16-point search on the quickstart model (``olive quickstart``'s BERT-like encoder);
-- ``large``: a 4-point search on an MLP of ~134 MB of float weights (``--large-mb`` changes it; the 0.5 GB test
-  model takes minutes per point on a 2-core machine, so the default is smaller and the table says so).
+- ``large``: a 4-point search on an MLP of ~134 MB of float weights (``--large-mb`` changes it; the default keeps the
+  run short, ``--large-mb 512`` is the 0.5 GB test model, about 11 s per point on a 2-core Xeon).
 
 Rows per workload, every one on an empty local cache:
 
