@@ -21,6 +21,7 @@ import click
 
 from olive.cli.failure import EXIT_CONFIG, EXIT_FAILED, error_line, fail, interrupted, one_line
 from olive.exceptions import OliveError, WorkflowConfigError
+from olive.hardware.constants import DEVICES
 from olive.optimize.data import data_source
 from olive.optimize.facts import read_model_facts
 from olive.optimize.keep import parse_keep
@@ -124,7 +125,7 @@ def _options(function: Any) -> Any:
             help="Execution provider to optimize for, repeatable (each is searched); a plugin provider's "
             "options are searched too; 'all': every installed one offering the device. Default: the CPU provider.",
         ),
-        click.option("--device", default="cpu", show_default=True, help="cpu, gpu or npu."),
+        click.option("--device", default="cpu", show_default=True, help=f"{', '.join(DEVICES)}."),
         click.option(
             "--max-time", "--max_time", "max_time", type=float, default=None, help="Stop searching after this many s."
         ),

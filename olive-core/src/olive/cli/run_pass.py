@@ -19,7 +19,7 @@ from olive.exceptions import (
     UnknownPassError,
     WorkflowConfigError,
 )
-from olive.hardware.constants import Device
+from olive.hardware.constants import DEVICES
 from olive.model.types import model_from_json
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ def _parse_config(text: str | None) -> dict:
 )
 @click.option(
     "--device",
-    type=click.Choice([device.value for device in Device], case_sensitive=False),
+    type=click.Choice(DEVICES, case_sensitive=False),
     default="cpu",
     show_default=True,
     help="Target device.",

@@ -10,9 +10,8 @@ from olive.config.fields import one_of
 from olive.config.structure import converter, structure, structure_fields, valid_keys
 from olive.config_errors import check_keys, config_error, expect
 from olive.exceptions import closest_match_hint
-from olive.hardware.constants import PROVIDER_DEVICE, Device
+from olive.hardware.constants import DEVICES, PROVIDER_DEVICE
 
-DEVICES = tuple(device.value for device in Device)
 SYSTEM_TYPES = ("LocalSystem",)
 
 

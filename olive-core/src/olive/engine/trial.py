@@ -251,15 +251,13 @@ class TrialWorker:
         that waited for another doing the same run reuses its entry.
         """
         cache = self.cache
-        record = cache.get_run(key, model_from_record)
+        record = self._cached_run(key)
         if record is not None:
-            cache.share_run(key, record)
             return record, True
         with cache.host_lock(shared=True), cache.run_lock(key):
             # A corrupt entry is removed under the lock (and the run done again), never used.
-            record = cache.get_run(key, model_from_record, repair=True)
+            record = self._cached_run(key, repair=True)
             if record is not None:
-                cache.share_run(key, record)
                 return record, True
             record = cache.fetch_run(key, model_from_record)
             if record is not None:
@@ -267,6 +265,13 @@ class TrialWorker:
             record = self._run_into_cache(alternative, config, model, key, accelerator)
             cache.publish_run(key, record)
             return record, False
+
+    def _cached_run(self, key: str, repair: bool = False) -> dict[str, Any] | None:
+        """The cached run's record, shared with the remote cache when it lacks it."""
+        record = self.cache.get_run(key, model_from_record, repair=repair)
+        if record is not None:
+            self.cache.share_run(key, record)
+        return record
 
     def _run_into_cache(
         self,

@@ -13,6 +13,10 @@ class Device(StrEnum):
     NPU = "npu"
 
 
+#: Every device name, as configs and flags spell them.
+DEVICES = tuple(device.value for device in Device)
+
+
 class ExecutionProvider(StrEnum):
     CPUExecutionProvider = "CPUExecutionProvider"
     CUDAExecutionProvider = "CUDAExecutionProvider"

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from olive.exceptions import ExecutionProviderError, ModelLoadError, OliveError, PluginLoadError, closest_match_hint
 from olive.execution_providers.registry import adapter_for, quiet_onnxruntime, select_device
-from olive.hardware.constants import Device
+from olive.hardware.constants import DEVICES
 
 if TYPE_CHECKING:
     import onnxruntime
@@ -60,7 +60,6 @@ SETTING_KEYS = (
     "tuning_op_result",
     "device",
 )
-DEVICES = tuple(device.value for device in Device)
 # Makes a session record which provider took each node (read by describe_session).
 _ASSIGNMENT_ENTRY = "session.record_ep_graph_assignment_info"
 # Recorded in a model's settings by Microsoft Olive's session tuning; nothing about a session depends on them.

@@ -15,13 +15,12 @@ from typing import Any
 import attrs
 
 from olive.exceptions import WorkflowConfigError, closest_match_hint
-from olive.measure.sessions import DEVICES
+from olive.hardware.constants import DEVICES
 from olive.optimize.keep import Keep
 
 __all__ = [
     "ACT_PRECISIONS",
     "ALGORITHMS",
-    "DEVICES",
     "IMPLEMENTATIONS",
     "PRECISIONS",
     "OptimizeOptions",

@@ -185,7 +185,29 @@ def _invalid_choice() -> Categorical:
     return Categorical([SpecialParamValue.INVALID])
 
 
-class Conditional(SearchParameter):
+class _ByParents(SearchParameter):
+    """A parameter whose value depends on its parents' values: equal when parents, support and default are."""
+
+    parents: tuple[str, ...]
+    support: dict[Any, Any]
+    default: Any
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is type(self)
+            and other.parents == self.parents  # type: ignore[attr-defined]
+            and other.support == self.support  # type: ignore[attr-defined]
+            and other.default == self.default  # type: ignore[attr-defined]
+        )
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.parents, repr(sorted(self.support.items(), key=repr))))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(parents={self.parents!r}, support={self.support!r}, default={self.default!r})"
+
+
+class Conditional(_ByParents):
     """Choices that depend on the values of ``parents``.
 
     ``support`` maps a tuple of parent values (one per parent) to the choices for that combination.
@@ -244,22 +266,8 @@ class Conditional(SearchParameter):
             "default": self.default.to_json(),
         }
 
-    def __eq__(self, other: object) -> bool:
-        return (
-            type(other) is type(self)
-            and other.parents == self.parents  # type: ignore[attr-defined]
-            and other.support == self.support  # type: ignore[attr-defined]
-            and other.default == self.default  # type: ignore[attr-defined]
-        )
 
-    def __hash__(self) -> int:
-        return hash((type(self).__name__, self.parents, repr(sorted(self.support.items(), key=repr))))
-
-    def __repr__(self) -> str:
-        return f"Conditional(parents={self.parents!r}, support={self.support!r}, default={self.default!r})"
-
-
-class ConditionalDefault(SearchParameter):
+class ConditionalDefault(_ByParents):
     """A default value that depends on the values of ``parents``.
 
     Used as a ``PassConfigParam.default_value``. When every parent is fixed it resolves to one value; when
@@ -311,20 +319,6 @@ class ConditionalDefault(SearchParameter):
             "support": [{"key": _json_key(k), "value": v} for k, v in self.support.items()],
             "default": self.default,
         }
-
-    def __eq__(self, other: object) -> bool:
-        return (
-            type(other) is type(self)
-            and other.parents == self.parents  # type: ignore[attr-defined]
-            and other.support == self.support  # type: ignore[attr-defined]
-            and other.default == self.default  # type: ignore[attr-defined]
-        )
-
-    def __hash__(self) -> int:
-        return hash((type(self).__name__, self.parents, repr(sorted(self.support.items(), key=repr))))
-
-    def __repr__(self) -> str:
-        return f"ConditionalDefault(parents={self.parents!r}, support={self.support!r}, default={self.default!r})"
 
 
 def parents_of(value: Any) -> tuple[str, ...]:
