@@ -57,6 +57,31 @@ def test_accepted_keys_without_effect_get_one_warning_naming_them(tmp_path: Path
         assert path in warnings[0]
 
 
+def test_keys_without_effect_are_named_by_their_whole_path_in_every_form(tmp_path: Path, caplog) -> None:
+    # An accelerator in the older nested form, a system written in place as the target, a user_config key.
+    workflow = _with_evaluator(tmp_path, {})
+    workflow["evaluators"]["e"]["metrics"][0]["user_config"] = {"shared_kv_buffer": True}
+    cpu = {"device": "cpu", "execution_providers": ["CPUExecutionProvider"]}
+    workflow["systems"] = {"old": {"type": "LocalSystem", "config": {"accelerators": [cpu, {**cpu, "memory": 1}]}}}
+    workflow["target"] = {"type": "LocalSystem", "accelerators": [{**cpu, "memory": 2}]}
+    with caplog.at_level(logging.WARNING, logger="olive"):
+        load_workflow_config(workflow)
+    warnings = [r.getMessage() for r in caplog.records if "have no effect" in r.getMessage()]
+    assert len(warnings) == 1, warnings
+    assert warnings[0].endswith(
+        ": systems.old.config.accelerators[1].memory, target.accelerators[0].memory, "
+        "evaluators.e.metrics[0].user_config.shared_kv_buffer"
+    )
+
+
+def test_a_key_without_effect_left_off_or_empty_is_not_named(tmp_path: Path, caplog) -> None:
+    workflow = _with_evaluator(tmp_path, {"type_args": {}})
+    workflow.update({"log_to_file": False, "output_name": None, "plot_pareto_frontier": False})
+    with caplog.at_level(logging.WARNING, logger="olive"):
+        load_workflow_config(workflow)
+    assert not [r for r in caplog.records if "have no effect" in r.getMessage()]
+
+
 def test_the_engine_sections_ignored_keys_are_named_too(tmp_path: Path, caplog) -> None:
     workflow = base_workflow(tmp_path)
     workflow["engine"] = {"log_to_file": True, "ort_log_severity_level": 3}

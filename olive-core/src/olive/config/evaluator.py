@@ -8,9 +8,10 @@ from typing import Any
 
 import attrs
 
-from olive.config.fields import path_field, typed
+from olive.config.fields import path_field, typed, without_effect
+from olive.config.structure import note_without_effect
 from olive.config_errors import config_error, expect
-from olive.evaluator.metrics.spec import Metric
+from olive.evaluator.metrics.spec import USER_CONFIG_WITHOUT_EFFECT, WITHOUT_EFFECT, Metric
 from olive.exceptions import closest_match_hint
 
 # Microsoft Olive's names of the evaluator that runs ONNX models with onnxruntime (registered as
@@ -67,6 +68,8 @@ def _metric_list(_instance: Any, _attribute: Any, metrics: Any) -> None:
         raise config_error("metrics", "empty; an evaluator needs at least one metric")
     for i, metric in enumerate(metrics):
         expect(metric, dict, f"metrics[{i}]", "a metric object")
+        note_without_effect(metric, WITHOUT_EFFECT, f"metrics[{i}]")
+        note_without_effect(metric.get("user_config"), USER_CONFIG_WITHOUT_EFFECT, f"metrics[{i}].user_config")
 
 
 @attrs.frozen
@@ -75,9 +78,8 @@ class EvaluatorSpec:
 
     name: str | None = None
     type: str | None = attrs.field(default=None, validator=_evaluator_type)
-    #: accepted and without effect here (the workflow's one warning names it)
     type_args: dict[str, Any] | None = attrs.field(
-        default=None, converter=lambda v: v or None, validator=typed(dict, "an object", optional=True)
+        default=None, converter=lambda v: v or None, validator=[typed(dict, "an object", optional=True), without_effect]
     )
     metrics: list[dict[str, Any]] | None = attrs.field(default=None, validator=_metric_list)
     user_script: Path | None = attrs.field(default=None, converter=path_field(must_exist=True, empty_is_none=True))

@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from olive.config.structure import base_dir
+from olive.config.structure import base_dir, note_without_effect
 from olive.config_errors import choice, expect, number, user_path, whole_number
 
 Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
@@ -52,6 +52,12 @@ def real(
 def one_of(names: Iterable[str] | Callable[[], Iterable[str]], *, optional: bool = False) -> Validator:
     """One of ``names`` (or of what a registry's function returns when the check runs)."""
     return _rule(lambda value, name: choice(value, names() if callable(names) else names, name), optional)
+
+
+def without_effect(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """Accepted from Microsoft Olive's schema and without effect here: given a value, the workflow's one warning
+    names it."""
+    note_without_effect({attribute.name: value}, (attribute.name,))
 
 
 def path_field(

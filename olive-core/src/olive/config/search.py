@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 import attrs
 
 from olive.config.fields import one_of, real, typed, whole
-from olive.config.structure import converter, structure_fields, valid_keys
+from olive.config.structure import converter, note_without_effect, structure_fields, valid_keys
 from olive.config_errors import SEED_MAX, check_keys, choice, config_error, expect, json_path, whole_number
 from olive.search.samplers import BUILTIN_SAMPLERS
 
@@ -122,6 +122,7 @@ def _structure_search(value: Any, cls: type[SearchStrategyConfig]) -> SearchStra
         return cls()
     expect(value, dict, "", 'an object like {"execution_order": "joint", "sampler": "tpe"} (or false)')
     check_keys(value, valid_keys(cls) + list(cls.ignored_keys), "")
+    note_without_effect(value, cls.ignored_keys)
     fields = {k: v for k, v in value.items() if k not in cls.ignored_keys and k not in cls._legacy_keys}
     if any(key in value for key in cls._legacy_keys):
         fields = {**fields, **_from_search_algorithm(value)}

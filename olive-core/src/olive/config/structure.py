@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -34,6 +34,11 @@ for _plain in (str, int, float, bool, Path):  # cattrs' own hooks for these woul
 
 # Where relative paths start while a workflow is structured (the workflow file's folder).
 _BASE_DIR: contextvars.ContextVar[Path] = contextvars.ContextVar("olive_config_base_dir")
+# The JSON path of the section being structured, and the paths of the keys found that have no effect here.
+_PATH: contextvars.ContextVar[str] = contextvars.ContextVar("olive_config_path", default="")
+_WITHOUT_EFFECT: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "olive_config_without_effect", default=None
+)
 
 
 @contextlib.contextmanager
@@ -48,6 +53,28 @@ def relative_to(base_dir: Path) -> Iterator[None]:
 
 def base_dir() -> Path:
     return _BASE_DIR.get(Path.cwd())
+
+
+@contextlib.contextmanager
+def collecting_without_effect() -> Iterator[list[str]]:
+    """The JSON paths of the keys that :func:`note_without_effect` finds while the block runs, in file order."""
+    found: list[str] = []
+    token = _WITHOUT_EFFECT.set(found)
+    try:
+        yield found
+    finally:
+        _WITHOUT_EFFECT.reset(token)
+
+
+def note_without_effect(section: Any, keys: Iterable[str], where: str = "") -> None:
+    """Note the ``keys`` of Microsoft Olive's schema that ``section`` gives a value (not null, false or empty):
+    accepted, and without effect here (the workflow's one warning names them). ``where``: the section's JSON
+    path below the one being structured."""
+    found = _WITHOUT_EFFECT.get()
+    if found is None or not isinstance(section, Mapping):
+        return
+    parent = _joined(_PATH.get(), where)
+    found.extend(json_path(parent, key) for key in keys if section.get(key) not in (None, False, "", {}, []))
 
 
 def structure_fields(data: dict[str, Any], cls: type[T]) -> T:
@@ -72,20 +99,27 @@ def valid_keys(cls: type) -> list[str]:
 
 def structure(data: Any, cls: type[T], path: str) -> T:
     """``data`` as a ``cls``; raises :class:`WorkflowConfigError` naming the JSON path below ``path``."""
+    token = _PATH.set(_joined(_PATH.get(), path))
     try:
         return converter.structure(data, cls)
     except WorkflowConfigError as exc:
         raise _owned(exc, path) from None
     except BaseValidationError as exc:
         raise _first_error(exc, data, path) from None
+    finally:
+        _PATH.reset(token)
+
+
+def _joined(parent: str, child: str) -> str:
+    if child.startswith("["):
+        return f"{parent}{child}"
+    return f"{parent}.{child}" if parent and child else parent or child
 
 
 def _owned(exc: WorkflowConfigError, path: str) -> WorkflowConfigError:
     """``exc`` (owned by a path relative to ``path``) owned by its full path."""
     owner = exc.owner if exc.owner not in (None, "config") else ""
-    if owner.startswith("["):
-        return config_error(f"{path}{owner}", exc.reason)
-    return config_error(f"{path}.{owner}" if path and owner else path or owner, exc.reason)
+    return config_error(_joined(path, owner), exc.reason)
 
 
 def _first_error(group: BaseValidationError, data: Any, path: str) -> WorkflowConfigError:

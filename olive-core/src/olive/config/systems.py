@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 import attrs
 
 from olive.config.fields import one_of
-from olive.config.structure import converter, structure, structure_fields, valid_keys
+from olive.config.structure import converter, note_without_effect, structure, structure_fields, valid_keys
 from olive.config_errors import check_keys, config_error, expect
 from olive.exceptions import closest_match_hint
 from olive.hardware.constants import DEVICES, PROVIDER_DEVICE
@@ -38,6 +38,7 @@ class AcceleratorConfig:
 def _structure_accelerator(value: Any, cls: type[AcceleratorConfig]) -> AcceleratorConfig:
     expect(value, dict, "", 'an object like {"device": "cpu", "execution_providers": ["CPUExecutionProvider"]}')
     check_keys(value, ("device", "execution_providers", *cls.ignored_keys), "")
+    note_without_effect(value, cls.ignored_keys)
     eps = value.get("execution_providers")
     if eps is None:
         eps = attrs.fields(cls).execution_providers.default.factory()

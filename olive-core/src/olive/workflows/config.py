@@ -22,8 +22,8 @@ from olive.config.passes import PassSpec as PassSpec  # re-exported: the classes
 from olive.config.passes import pass_entries
 from olive.config.search import ExecutorConfig as ExecutorConfig  # re-exported: the classes' old home
 from olive.config.search import SearchStrategyConfig
-from olive.config.structure import relative_to, structure
-from olive.config.systems import AcceleratorConfig, SystemConfig, system_config
+from olive.config.structure import collecting_without_effect, note_without_effect, relative_to, structure
+from olive.config.systems import SystemConfig, system_config
 from olive.config.workflow import WorkflowConfig
 from olive.config_errors import (
     check_document,
@@ -70,10 +70,6 @@ TOP_LEVEL_KEYS = (
     *ENGINE_KEYS,
     *_ENGINE_IGNORED,
 )
-# Keys of Microsoft Olive's schema that are accepted and have no effect here (one warning names those a
-# workflow uses): JSON path suffix -> what happens instead.
-_METRIC_IGNORED = ("backend",)
-_USER_CONFIG_IGNORED = ("shared_kv_buffer",)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -150,16 +146,6 @@ class _Parser:
         self.source = source
         #: the handler of the input model when the caller built it already (from the same fields)
         self.model = model
-        #: JSON paths of accepted keys that have no effect in this version
-        self.ignored: list[str] = []
-
-    def note_ignored_metric_keys(self, metric: dict[str, Any], path: str) -> None:
-        self.ignored.extend(f"{path}.{key}" for key in _METRIC_IGNORED if metric.get(key) is not None)
-        user_config = metric.get("user_config")
-        if isinstance(user_config, dict):
-            self.ignored.extend(
-                f"{path}.user_config.{key}" for key in _USER_CONFIG_IGNORED if user_config.get(key) is not None
-            )
 
     def path_value(self, value: Any, path: str, must_exist: bool = False, kind: str | None = None) -> Path:
         return user_path(
@@ -168,6 +154,12 @@ class _Parser:
 
     def parse(self, data: dict[str, Any]) -> WorkflowConfig:
         check_keys(data, TOP_LEVEL_KEYS, "")
+        with collecting_without_effect() as without_effect:
+            workflow = self.workflow(data)
+        _warn_without_effect(without_effect)
+        return workflow
+
+    def workflow(self, data: dict[str, Any]) -> WorkflowConfig:
         flat = self.flatten_engine(data)
         kwargs: dict[str, Any] = {"base_dir": self.base_dir, "source": self.source, "raw": data}
         kwargs.update(self.settings(flat))
@@ -177,19 +169,16 @@ class _Parser:
             raise config_error("passes", 'missing; add e.g. {"quantize": {"type": "OnnxDynamicQuantization"}}')
         kwargs["passes"] = pass_entries(flat["passes"], kwargs["data_configs"], self.base_dir)
         if flat.get("search_strategy") not in (None, False):
-            kwargs["search_strategy"] = self.search_strategy(flat["search_strategy"])
-        if flat.get("plot_pareto_frontier"):
-            self.ignored.append("plot_pareto_frontier")
-        workflow = WorkflowConfig(**kwargs)
-        self.warn_ignored()
-        return workflow
+            kwargs["search_strategy"] = structure(flat["search_strategy"], SearchStrategyConfig, "search_strategy")
+        note_without_effect(flat, ("plot_pareto_frontier",))
+        return WorkflowConfig(**kwargs)
 
     def flatten_engine(self, data: dict[str, Any]) -> dict[str, Any]:
         """The workflow with the keys older files nest under ``engine`` moved to the top level."""
         flat = {k: data[k] for k in data if k != "engine"}
         if "engine" in data:
             self.nested_engine(data["engine"], flat)
-        self.ignored.extend(key for key in _ENGINE_IGNORED if key in data)
+        note_without_effect(data, _ENGINE_IGNORED)
         return flat
 
     def nested_engine(self, value: Any, flat: dict[str, Any]) -> None:
@@ -202,10 +191,9 @@ class _Parser:
         for key, item in engine.items():
             if key in flat:
                 raise config_error(f"engine.{key}", f"also given at the top level; keep only the top-level '{key}'")
-            if key in _ENGINE_IGNORED:
-                self.ignored.append(f"engine.{key}")
-                continue
-            flat[key] = item
+            if key not in _ENGINE_IGNORED:
+                flat[key] = item
+        note_without_effect(engine, _ENGINE_IGNORED, "engine")
 
     def settings(self, flat: dict[str, Any]) -> dict[str, Any]:
         """``workflow_id``, the engine keys (each section with its defaults) and the workflow's scripts."""
@@ -239,23 +227,6 @@ class _Parser:
             result["evaluator"] = self.evaluator_ref(flat["evaluator"], evaluators, set(data_configs))
         return result
 
-    def search_strategy(self, value: Any) -> SearchStrategyConfig:
-        if isinstance(value, dict):
-            self.ignored.extend(
-                f"search_strategy.{key}" for key in SearchStrategyConfig.ignored_keys if value.get(key) is not None
-            )
-        return structure(value, SearchStrategyConfig, "search_strategy")
-
-    def warn_ignored(self) -> None:
-        if not self.ignored:
-            return
-        note = " (report.html always holds the Pareto chart)" if "plot_pareto_frontier" in self.ignored else ""
-        logger.warning(
-            "these keys of Microsoft Olive's workflow schema are accepted but have no effect in this version: %s%s",
-            ", ".join(dict.fromkeys(self.ignored)),
-            note,
-        )
-
     # ----------------------------------------------------------------------------------------------
     def input_model(self, value: Any) -> InputModelConfig:
         if self.model is not None:
@@ -277,24 +248,11 @@ class _Parser:
 
     def systems(self, value: Any) -> dict[str, SystemConfig]:
         expect(value, dict, "systems", "an object mapping system names to systems")
-        systems = {name: system_config(name, spec, json_path("systems", name)) for name, spec in value.items()}
-        for name, spec in value.items():
-            self.note_ignored_accelerator_keys(spec, json_path("systems", name))
-        return systems
-
-    def note_ignored_accelerator_keys(self, spec: dict[str, Any], path: str) -> None:
-        nested = "config" in spec
-        for i, accelerator in enumerate((spec.get("config") if nested else spec).get("accelerators") or ()):
-            where = f"{path}{'.config' if nested else ''}.accelerators[{i}]"
-            self.ignored.extend(
-                f"{where}.{key}" for key in AcceleratorConfig.ignored_keys if accelerator.get(key) is not None
-            )
+        return {name: system_config(name, spec, json_path("systems", name)) for name, spec in value.items()}
 
     def system_ref(self, value: Any, path: str, systems: dict[str, SystemConfig]) -> SystemConfig:
         if isinstance(value, dict):
-            system = system_config(path, value, path)
-            self.note_ignored_accelerator_keys(value, path)
-            return system
+            return system_config(path, value, path)
         expect(value, str, path, "the name of a system in 'systems' or a system object")
         if value not in systems:
             raise config_error(
@@ -314,10 +272,6 @@ class _Parser:
         expect(spec, dict, path, 'an object like {"metrics": [...]}')
         with relative_to(self.base_dir):
             given = structure(spec, EvaluatorSpec, path)
-        if given.type_args:
-            self.ignored.append(f"{path}.type_args")
-        for index, metric in enumerate(given.metrics):
-            self.note_ignored_metric_keys(metric, f"{path}.metrics[{index}]")
         try:
             metrics = parse_metrics(given.metrics, f"{path}.metrics", data_names, self.base_dir)
         except WorkflowConfigError:
@@ -339,3 +293,14 @@ class _Parser:
                 f"defined evaluators: {', '.join(evaluators) or '(none)'}",
             )
         return evaluators[value]
+
+
+def _warn_without_effect(paths: list[str]) -> None:
+    if not paths:
+        return
+    note = " (report.html always holds the Pareto chart)" if "plot_pareto_frontier" in paths else ""
+    logger.warning(
+        "these keys of Microsoft Olive's workflow schema are accepted but have no effect in this version: %s%s",
+        ", ".join(dict.fromkeys(paths)),
+        note,
+    )

@@ -17,6 +17,10 @@ WARMUP_NUM = 10
 REPEAT_TEST_NUM = 20
 SLEEP_NUM = 0
 
+# Keys of Microsoft Olive's metric schema that are accepted and have no effect here (a metric's, its user_config's).
+WITHOUT_EFFECT = ("backend",)
+USER_CONFIG_WITHOUT_EFFECT = ("shared_kv_buffer",)
+
 
 @attrs.frozen
 class MetricGoal:
