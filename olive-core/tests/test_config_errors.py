@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 import pytest
+from engine_support import base_workflow
 
 from olive.config_errors import (
     check_keys,
@@ -192,3 +193,42 @@ def test_workflow_metric_data_and_pass_paths_follow_the_one_rule(tmp_path, monke
     assert (resolved.table, resolved.data_dir) == (str(folder / "t.txt"), str(tmp_path / "data"))
     given = Path("t.txt")
     assert _Paths.generate_config(DEFAULT_CPU_ACCELERATOR, {"table": given}).table == folder / "t.txt"
+
+
+def _with_script_at(workflow: dict, where: str, name: str, value: str) -> dict:
+    size = {"name": "size", "type": "size_on_disk", "sub_types": [{"name": "bytes"}]}
+    if where == "top level":
+        workflow[name] = value
+    elif where == "pass":
+        workflow["passes"]["add"][name] = value
+    elif where == "evaluator":
+        workflow["evaluators"] = {"e": {"metrics": [size], name: value}}
+    elif where == "metric":
+        workflow["evaluators"] = {"e": {"metrics": [{**size, "user_config": {name: value}}]}}
+    else:
+        workflow["data_configs"] = [{"name": "d", "type": "NpzDataContainer", name: value}]
+    return workflow
+
+
+SCRIPT_PLACES = {
+    "top level": "",
+    "pass": "passes.add.",
+    "evaluator": "evaluators.e.",
+    "metric": "evaluators.e.metrics[0].user_config.",
+    "data config": "data_configs[0].",
+}
+
+
+@pytest.mark.parametrize("where", SCRIPT_PLACES)
+def test_user_script_and_script_dir_are_a_file_and_a_folder_wherever_given(tmp_path: Path, where: str) -> None:
+    # One rule for every place a workflow names its scripts: a folder given as the script (or a file as its
+    # folder) is one error before anything runs, not an import failure halfway through a search.
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "script.py").write_text("")
+    for name, value, words in (
+        ("user_script", "scripts", "is a folder; give the file itself"),
+        ("script_dir", "script.py", "is a file; give a folder"),
+    ):
+        workflow = _with_script_at(base_workflow(tmp_path), where, name, str(tmp_path / value))
+        message = str(_message(lambda workflow=workflow: load_workflow_config(workflow)))
+        assert message.startswith(f"{SCRIPT_PLACES[where]}{name}: ") and message.endswith(words), message

@@ -347,6 +347,11 @@ def param_in_range(
         raise PassParamError(f"param '{name}' expects {what}, got {value}", params=name)
 
 
+#: What ``user_script`` and ``script_dir`` name wherever a workflow gives them (the top level, a pass, an evaluator,
+#: a data config, a metric's user_config): a Python file and a folder.
+SCRIPT_KINDS = {"user_script": "file", "script_dir": "folder"}
+
+
 def user_path(
     value: Any, path: str, base_dir: str | Path | None, *, must_exist: bool = False, kind: str | None = None
 ) -> Path:

@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-from olive.config.fields import path_field, typed, without_effect
+from olive.config.fields import script_field, typed, without_effect
 from olive.config.structure import note_without_effect
 from olive.config_errors import config_error, expect
 from olive.evaluator.metrics.spec import USER_CONFIG_WITHOUT_EFFECT, WITHOUT_EFFECT, Metric
@@ -82,5 +82,5 @@ class EvaluatorSpec:
         default=None, converter=lambda v: v or None, validator=[typed(dict, "an object", optional=True), without_effect]
     )
     metrics: list[dict[str, Any]] | None = attrs.field(default=None, validator=_metric_list)
-    user_script: Path | None = attrs.field(default=None, converter=path_field(must_exist=True, empty_is_none=True))
-    script_dir: Path | None = attrs.field(default=None, converter=path_field(must_exist=True, empty_is_none=True))
+    user_script: Path | None = attrs.field(default=None, converter=script_field("user_script"))
+    script_dir: Path | None = attrs.field(default=None, converter=script_field("script_dir"))

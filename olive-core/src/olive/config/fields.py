@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from olive.config.structure import base_dir, note_without_effect
-from olive.config_errors import choice, expect, number, user_path, whole_number
+from olive.config_errors import SCRIPT_KINDS, choice, expect, number, user_path, whole_number
 
 Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
 
@@ -75,3 +75,9 @@ def path_field(
         return user_path(value, field.name, base_dir(), must_exist=must_exist, kind=kind)
 
     return attrs.Converter(convert, takes_field=True)
+
+
+def script_field(name: str) -> attrs.Converter:
+    """``user_script`` or ``script_dir``: an existing file or folder (:data:`olive.config_errors.SCRIPT_KINDS`);
+    left empty, none."""
+    return path_field(must_exist=True, kind=SCRIPT_KINDS[name], empty_is_none=True)

@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 
-from olive.config_errors import config_error, expect, json_path, user_path
+from olive.config_errors import SCRIPT_KINDS, config_error, expect, json_path, user_path
 from olive.data.config import DataConfig
 from olive.exceptions import closest_match_hint
 
@@ -67,9 +67,13 @@ def _pass_spec(key: str, spec: Any, path: str, data_configs: dict[str, DataConfi
     disable = expect(spec.get("disable_search", False), bool, f"{path}.disable_search", "true or false")
     scripts = {
         name: user_path(
-            expect(spec[name], str, f"{path}.{name}", "a path string"), f"{path}.{name}", base_dir, must_exist=True
+            expect(spec[name], str, f"{path}.{name}", "a path string"),
+            f"{path}.{name}",
+            base_dir,
+            must_exist=True,
+            kind=kind,
         )
-        for name in ("user_script", "script_dir")
+        for name, kind in SCRIPT_KINDS.items()
         if spec.get(name)
     }
     return PassSpec(

@@ -26,6 +26,7 @@ from olive.config.structure import collecting_without_effect, note_without_effec
 from olive.config.systems import SystemConfig, system_config
 from olive.config.workflow import WorkflowConfig
 from olive.config_errors import (
+    SCRIPT_KINDS,
     check_document,
     check_keys,
     config_error,
@@ -202,10 +203,9 @@ class _Parser:
             result["workflow_id"] = expect(flat["workflow_id"], str, "workflow_id", "a string")
         with relative_to(self.base_dir):
             result.update(engine_settings(flat))
-        if "user_script" in flat:
-            result["user_script"] = self.path_value(flat["user_script"], "user_script", must_exist=True, kind="file")
-        if "script_dir" in flat:
-            result["script_dir"] = self.path_value(flat["script_dir"], "script_dir", must_exist=True, kind="folder")
+        for name, kind in SCRIPT_KINDS.items():
+            if name in flat:
+                result[name] = self.path_value(flat[name], name, must_exist=True, kind=kind)
         return result
 
     def model_and_systems(self, flat: dict[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from olive.config_errors import (
+    SCRIPT_KINDS,
     check_keys,
     choice,
     config_error,
@@ -156,7 +157,7 @@ class MetricType:
         check_keys(user_config, USER_CONFIG_KEYS, path, "user_config key")
         for key in _PATH_KEYS:
             if user_config.get(key) is not None:
-                user_path(user_config[key], json_path(path, key), base_dir)
+                user_path(user_config[key], json_path(path, key), base_dir, kind=SCRIPT_KINDS.get(key))
         for key in _FUNCTION_KEYS:
             value = user_config.get(key)
             if value is not None and not callable(value):
