@@ -1,5 +1,6 @@
 """ModelBuilder on tiny decoder folders: onnxruntime-genai runs the output folder as it is and generates PyTorch's
-greedy tokens; int4 writes MatMulNBits; what the builder cannot do is a config error (exit 2) before any build."""
+greedy tokens; int4 writes MatMulNBits, and int4/int8 write the builder's own file byte for byte while reading the
+float weights from disk; what the builder cannot do is a config error (exit 2) before any build."""
 
 from __future__ import annotations
 
@@ -152,3 +153,113 @@ def test_the_builders_progress_is_dropped_where_no_bar_listens(qwen2_dir, tmp_pa
     assert (result.folder / "genai_config.json").exists()
     printed = capfd.readouterr()
     assert "Reading layer" not in printed.out + printed.err
+
+
+def _tied_qwen2(folder):
+    """A tiny Qwen2 whose LM head is its embedding: the builder then quantizes the pair as one (GatherBlockQuantized
+    reads the LM head's int4 tensors)."""
+    import torch
+    import transformers
+
+    from olive.testing.decoders import save_tokenizer
+
+    tokenizer = save_tokenizer(folder, 512)
+    config = transformers.Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        tie_word_embeddings=True,
+        bos_token_id=tokenizer.eos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    torch.manual_seed(0)
+    transformers.AutoModelForCausalLM.from_config(config).save_pretrained(folder)
+    return folder
+
+
+def _builders_own(folder, out, precision, options):
+    """onnxruntime-genai's builder called directly, as its command line calls it: its own quantizing step."""
+    import contextlib
+    import io
+
+    from onnxruntime_genai.models import builder
+
+    pairs = [f"{key}={value}" for key, value in {"filename": "model.onnx", **options}.items()]
+    scratch = out.parent / f"{out.name}-cache"
+    with contextlib.redirect_stdout(io.StringIO()):
+        parsed = builder.parse_extra_options(None, str(folder), str(out), precision, "cpu", str(scratch), pairs)
+        builder.create_model(None, str(folder), str(out), precision, "cpu", str(scratch), **parsed)
+
+
+def _nbits(path):
+    graph = onnx.load(path, load_external_data=False).graph
+    return {
+        n.name: {a.name: a.i for a in n.attribute}
+        for n in graph.node
+        if n.op_type in ("MatMulNBits", "GatherBlockQuantized")
+    }
+
+
+@pytest.mark.parametrize(
+    ("model", "precision", "params", "options", "bits"),
+    [
+        ("trained", "int4", {}, {}, {4}),
+        (
+            "trained",
+            "int4",
+            {"int4_algo_config": "k_quant_mixed", "int4_is_symmetric": False, "int4_block_size": 32},
+            {"algo_config": "k_quant_mixed", "is_symmetric": "false", "block_size": "32"},
+            {4, 8},  # the LM head and the sensitive layers' qkv/down projections at 8 bits
+        ),
+        ("trained", "int8", {}, {}, {8}),
+        ("tied", "int4", {"int4_algo_config": "rtn"}, {"algo_config": "rtn"}, {4}),
+    ],
+    ids=["int4-defaults", "int4-k_quant_mixed-asymmetric", "int8", "int4-rtn-tied-embeddings"],
+)
+def test_quantized_builds_are_the_builders_own_file_byte_for_byte(
+    trained_dir, tmp_path, cpu, caplog, model, precision, params, options, bits
+):
+    import logging
+
+    from onnxruntime_genai.models import builder
+
+    folder = trained_dir if model == "trained" else _tied_qwen2(tmp_path / "tied")
+    caplog.set_level(logging.DEBUG, logger="olive_passes_genai.model_builder")
+    ours = build(folder, tmp_path / "ours", cpu, precision=precision, **params).folder
+    # The pass read the weights from its float copy on disk, and left the builder's class as it found it.
+    assert any("float graph streamed to" in r.getMessage() for r in caplog.records)
+    assert not hasattr(vars(builder.Model)["to_nbits"], "__wrapped__")
+    own = tmp_path / "own"
+    _builders_own(folder, own, precision, options)
+
+    nodes = _nbits(own / "model.onnx")
+    assert nodes == _nbits(ours / "model.onnx")
+    matmuls = [a for a in nodes.values() if "K" in a]
+    assert len(matmuls) == 11  # 2 layers x (qkv, o, gate, up, down) + lm_head
+    assert {a["bits"] for a in matmuls} == bits
+    if model == "tied":
+        assert any("GatherBlockQuantized" in name for name in nodes)
+    for name in ("model.onnx", "model.onnx.data", "genai_config.json", "tokenizer.json"):
+        assert (ours / name).read_bytes() == (own / name).read_bytes(), name
+    assert sorted(p.name for p in ours.iterdir()) == sorted(p.name for p in own.iterdir())
+    assert genai_greedy(ours, PROMPT, 10) == genai_greedy(own, PROMPT, 10)
+
+
+def test_a_builder_without_its_quantizing_method_builds_int4_its_own_way(qwen2_dir, tmp_path, cpu, caplog, monkeypatch):
+    import logging
+
+    from onnxruntime_genai.models import builder
+
+    # Another builder version: no Model.to_nbits to run from disk; its own int4 step runs untouched.
+    monkeypatch.setattr(builder, "Model", type("Model", (), {}))
+    caplog.set_level(logging.DEBUG, logger="olive_passes_genai.model_builder")
+    out = build(qwen2_dir, tmp_path / "int4", cpu, precision="int4")
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("has no Model.to_nbits" in m for m in messages)
+    assert not any("float graph streamed" in m for m in messages)
+    assert len(_nbits(out.model_path)) == 11
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["int4"]  # the build's scratch folder is gone

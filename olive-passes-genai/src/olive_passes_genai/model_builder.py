@@ -11,6 +11,12 @@ files, in one folder that ``onnxruntime_genai.Model(folder)`` runs as it is.
 Checked before anything is built (a config error, ``olive run`` exits 2): a precision the target's execution
 provider cannot run (fp16 and bf16 need a GPU provider), an architecture the installed builder does not know, a
 folder without a tokenizer. The builder's messages go to this module's logger (what it prints, at DEBUG).
+
+int4 and int8 run the builder's own quantizing step (its ``to_nbits``: its algorithm, block size, symmetry,
+accuracy level, exclusions, mixed precision and tied-embedding handling as it decides them) with one change:
+the float graph is streamed to a copy on disk first, beside the output, and the quantizer reads each weight from
+there when it quantizes it. The builder itself hands onnxruntime's quantizer one in-memory ModelProto holding every
+float weight, a second copy of the whole model; the file written is the same byte for byte.
 """
 
 from __future__ import annotations
@@ -23,9 +29,10 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Iterator
-from functools import lru_cache
+from collections.abc import Callable, Iterator
+from functools import lru_cache, wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -75,6 +82,8 @@ _RENAMED = {
 # The builder reads lists as joined strings, the way its command line writes them.
 _LIST_SEPARATORS = {"op_types_to_quantize": "/", "nodes_to_exclude": ","}
 _BOOLS = ("exclude_embeds", "exclude_lm_head", "include_hidden_states", "use_qdq", "enable_cuda_graph")
+#: Precisions the builder quantizes (MatMulNBits) after building the float graph.
+QUANTIZED = ("int4", "int8")
 
 
 @lru_cache(maxsize=1)
@@ -276,11 +285,19 @@ class ModelBuilder(Pass):
             options,
         )
         # The builder keeps intermediate files in its cache folder: a folder of our own, outside the output
-        # (which the engine copies whole), removed afterwards.
-        scratch = Path(tempfile.mkdtemp(prefix="olive-genai-build-"))
+        # (which the engine copies whole), removed afterwards. Beside the output rather than in the temporary
+        # folder: an int4 or int8 build keeps a float copy of the weights there, which belongs on the disk that
+        # takes the output (a /tmp in memory would hold it in RAM).
+        scratch = Path(tempfile.mkdtemp(prefix=f".{output.name}-build-", dir=output.resolve().parent))
+        quantize_from_disk = _quantize_from_disk() if config.precision in QUANTIZED else contextlib.nullcontext()
         start = time.perf_counter()
         try:
-            with routed_logs(logger, logging.INFO), onnxruntime_logs(logger), _builder_progress(self, folder):
+            with (
+                routed_logs(logger, logging.INFO),
+                onnxruntime_logs(logger),
+                _builder_progress(self, folder),
+                quantize_from_disk,
+            ):
                 _create_model(folder, str(output), config.precision, target, str(scratch), options)
         except WorkflowConfigError:
             raise
@@ -359,6 +376,96 @@ def _create_model(folder: str, output: str, precision: str, target: str, cache_d
     pairs = [f"{key}={_option_text(value)}" for key, value in options.items()]
     parsed = builder.parse_extra_options(None, folder, output, precision, target, cache_dir, pairs)
     builder.create_model(None, folder, output, precision, target, cache_dir, **parsed)
+
+
+# The builder's class is patched for the length of one build: one build at a time.
+_PATCH_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _quantize_from_disk() -> Iterator[None]:
+    """Inside the block, the builder's quantizing step reads the float weights from a copy on disk, one at a time.
+
+    Its own ``to_nbits`` still decides and runs everything; only the graph it is given changes (see
+    :func:`_to_nbits_from_disk`). A builder without that method (another version) runs as it is.
+    """
+    from onnxruntime_genai.models import builder
+
+    # The class create_model instantiates: the builder imports its modules under top-level names (builders.base),
+    # so onnxruntime_genai.models.builders.base.Model is another class object.
+    model_class = getattr(builder, "Model", None)
+    own = vars(model_class).get("to_nbits") if isinstance(model_class, type) else None
+    if not callable(own):
+        logger.debug("the installed builder has no Model.to_nbits; its quantizing step runs as it is")
+        yield
+        return
+
+    @wraps(own)
+    def to_nbits(builder_model: Any) -> Any:
+        return _to_nbits_from_disk(builder_model, own)
+
+    with _PATCH_LOCK:
+        model_class.to_nbits = to_nbits
+        try:
+            yield
+        finally:
+            model_class.to_nbits = own
+
+
+def _to_nbits_from_disk(builder_model: Any, own: Callable[[Any], Any]) -> Any:
+    """The builder's ``to_nbits`` on its float graph streamed to disk first.
+
+    The builder turns its graph into one ModelProto for onnxruntime's quantizer, reading every weight in and
+    copying it: the peak of its build. Streamed to a file (one tensor at a time) and loaded back, the graph refers
+    to the file instead, so that ModelProto holds locations, and the quantizer reads each weight when it quantizes
+    it (from the working directory, as onnx resolves them), holding one at a time.
+    """
+    import onnx_ir as ir
+
+    from olive.passes.onnx.common import weights_in
+
+    # The builder removes its cache folder once it is empty after a save; a second graph of the same build (an
+    # MTP head shares the folder) may come after.
+    cache = Path(builder_model.cache_dir)
+    cache.mkdir(parents=True, exist_ok=True)
+    copy = Path(tempfile.mkdtemp(prefix="float-graph-", dir=cache))
+    path = copy / "model.onnx"
+    start = time.perf_counter()
+    ir.save(builder_model.model, path, external_data=f"{path.name}.data", size_threshold_bytes=0)
+    with _dangling_inputs_expected():
+        builder_model.model = ir.load(path)
+    logger.debug("float graph streamed to %s in %.1f s", copy, time.perf_counter() - start)
+    with weights_in(copy):
+        quantized = own(builder_model)
+    # What stays in float (norms, biases, an unquantized embedding) still refers to the copy by a relative
+    # location, and the builder saves the model after this returns, from the usual working directory.
+    for graph in quantized.graphs():
+        for value in graph.initializers.values():
+            if isinstance(value.const_value, ir.ExternalTensor):
+                value.const_value.base_dir = copy
+    return quantized
+
+
+@contextlib.contextmanager
+def _dangling_inputs_expected() -> Iterator[None]:
+    """onnx_ir's warnings on loading the builder's float graph, at DEBUG.
+
+    With tied embeddings the graph already names the LM head's quantized tensors (GatherBlockQuantized reads
+    them), which only the quantizer creates: onnx_ir warns that they are missing, as it should on any other file.
+    """
+
+    class _ToDebug(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            logger.debug("onnx_ir: %s", record.getMessage())
+            return False
+
+    serde = logging.getLogger("onnx_ir.serde")
+    to_debug = _ToDebug()
+    serde.addFilter(to_debug)
+    try:
+        yield
+    finally:
+        serde.removeFilter(to_debug)
 
 
 def _option_text(value: Any) -> str:
