@@ -272,7 +272,8 @@ class ModelBuilder(Pass):
 
         self.check_input_model(model, self.config_owner())
         folder = str(model.model_path)
-        output = Path(output_model_path)
+        # Absolute: the quantizing step runs with the float copy's folder as the working directory.
+        output = Path(output_model_path).resolve()
         output.mkdir(parents=True, exist_ok=True)
         target = EP_NAMES[str(self.accelerator_spec.execution_provider)]
         options = self.builder_options(config)
@@ -288,7 +289,7 @@ class ModelBuilder(Pass):
         # (which the engine copies whole), removed afterwards. Beside the output rather than in the temporary
         # folder: an int4 or int8 build keeps a float copy of the weights there, which belongs on the disk that
         # takes the output (a /tmp in memory would hold it in RAM).
-        scratch = Path(tempfile.mkdtemp(prefix=f".{output.name}-build-", dir=output.resolve().parent))
+        scratch = Path(tempfile.mkdtemp(prefix=f".{output.name}-build-", dir=output.parent))
         quantize_from_disk = _quantize_from_disk() if config.precision in QUANTIZED else contextlib.nullcontext()
         start = time.perf_counter()
         try:
