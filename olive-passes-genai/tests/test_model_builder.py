@@ -155,32 +155,6 @@ def test_the_builders_progress_is_dropped_where_no_bar_listens(qwen2_dir, tmp_pa
     assert "Reading layer" not in printed.out + printed.err
 
 
-def _tied_qwen2(folder):
-    """A tiny Qwen2 whose LM head is its embedding: the builder then quantizes the pair as one (GatherBlockQuantized
-    reads the LM head's int4 tensors)."""
-    import torch
-    import transformers
-
-    from olive.testing.decoders import save_tokenizer
-
-    tokenizer = save_tokenizer(folder, 512)
-    config = transformers.Qwen2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
-        tie_word_embeddings=True,
-        bos_token_id=tokenizer.eos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
-    torch.manual_seed(0)
-    transformers.AutoModelForCausalLM.from_config(config).save_pretrained(folder)
-    return folder
-
-
 def _builders_own(folder, out, precision, options):
     """onnxruntime-genai's builder called directly, as its command line calls it: its own quantizing step."""
     import contextlib
@@ -227,7 +201,7 @@ def test_quantized_builds_are_the_builders_own_file_byte_for_byte(
 
     from onnxruntime_genai.models import builder
 
-    folder = trained_dir if model == "trained" else _tied_qwen2(tmp_path / "tied")
+    folder = trained_dir if model == "trained" else save_decoder(tmp_path / "tied", tied_embeddings=True)
     caplog.set_level(logging.DEBUG, logger="olive_passes_genai.model_builder")
     ours = build(folder, tmp_path / "ours", cpu, precision=precision, **params).folder
     # The pass read the weights from its float copy on disk, and left the builder's class as it found it.

@@ -141,7 +141,9 @@ def save_tokenizer(folder: str | Path, vocab_size: int = 512, text: str | None =
     return tokenizer
 
 
-def _config(arch: str, vocab_size: int, end_id: int, hidden: int, layers: int, heads: int, kv_heads: int) -> Any:
+def _config(
+    arch: str, vocab_size: int, end_id: int, hidden: int, layers: int, heads: int, kv_heads: int, tied: bool = False
+) -> Any:
     import transformers
 
     classes = {
@@ -168,8 +170,8 @@ def _config(arch: str, vocab_size: int, end_id: int, hidden: int, layers: int, h
         bos_token_id=end_id,
         eos_token_id=end_id,
         pad_token_id=end_id,
-        # Untied: the model builder writes the LM head as its own MatMul, which int4 passes then quantize.
-        tie_word_embeddings=False,
+        # Untied by default: the model builder writes the LM head as its own MatMul, which int4 passes then quantize.
+        tie_word_embeddings=tied,
     )
 
 
@@ -182,16 +184,20 @@ def save_decoder(
     num_heads: int = 4,
     num_kv_heads: int = 2,
     vocab_size: int = 512,
+    tied_embeddings: bool = False,
 ) -> Path:
     """Save a tiny causal LM of ``arch`` (one of :data:`ARCHITECTURES`) with seeded random weights and its
-    tokenizer in ``folder``; returns the folder. Same arguments, same weights."""
+    tokenizer in ``folder``; returns the folder. Same arguments, same weights. ``tied_embeddings``: the LM head is
+    the embedding (the builder then quantizes the pair as one)."""
     _require()
     import torch
     import transformers
 
     folder = Path(folder)
     tokenizer = save_tokenizer(folder, vocab_size)
-    config = _config(arch, len(tokenizer), tokenizer.eos_token_id, hidden_size, num_layers, num_heads, num_kv_heads)
+    config = _config(
+        arch, len(tokenizer), tokenizer.eos_token_id, hidden_size, num_layers, num_heads, num_kv_heads, tied_embeddings
+    )
     torch.manual_seed(seed)
     model = transformers.AutoModelForCausalLM.from_config(config).eval()
     model.save_pretrained(str(folder))
