@@ -13,7 +13,15 @@ command's int4 itself (``decode_ratio_to_builder_cli``).
 Models: the tiny decoder trained by olive.testing.decoders and, unless ``--quick``, a ~100M-parameter Qwen2 with
 random weights (speed and memory only: its perplexity says nothing).
 
-    python benchmarks/bench_genai.py [--quick] [--json out.json] [--workdir DIR]
+``olive optimize`` rows (unless ``--quick``): the whole command on the ~100M decoder with ``--data`` (fp32 build,
+int4 guard, evaluation), in a process of its own: wall time as a multiple of the builder command's int4 build of the
+same folder, peak RSS against the float weights, decode tokens/s of the chosen model against fp32 (the command's own
+alternating rounds) and against the builder command's int4 (timed here in alternating rounds).
+
+``--large``: the same rows for a decoder of Qwen2.5-0.5B's shapes (24 layers, hidden 896, MLP 4864, 14 heads, 2 KV
+heads, vocabulary 151,936, tied embeddings) saved in bf16 with random weights: time and memory only.
+
+    python benchmarks/bench_genai.py [--quick] [--large] [--json out.json] [--workdir DIR]
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -91,16 +100,29 @@ def _builder_cli(source: Path, out: Path, scratch: Path) -> tuple[float, float]:
     return _child([*command, "-e", "cpu", "-c", str(scratch)])
 
 
-def _big_decoder(folder: Path) -> Path:
-    """A Qwen2 of about 100M parameters (hidden 768, 12 layers, 8k vocabulary), random weights."""
+def _random_qwen2(folder: Path, dtype: str | None = None, **sizes: object) -> Path:
+    """A Qwen2 with seeded random weights and an 8k-token BPE tokenizer, saved in ``dtype`` (default fp32)."""
     import torch
     import transformers
 
     from olive.testing.decoders import save_tokenizer
 
     tokenizer = save_tokenizer(folder, 8192)
-    config = transformers.Qwen2Config(
-        vocab_size=len(tokenizer),
+    sizes.setdefault("vocab_size", len(tokenizer))
+    config = transformers.Qwen2Config(**sizes, bos_token_id=tokenizer.eos_token_id, eos_token_id=tokenizer.eos_token_id)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    if dtype is not None:
+        model = model.to(getattr(torch, dtype))
+        model.config.torch_dtype = getattr(torch, dtype)
+    model.save_pretrained(folder)
+    return folder
+
+
+def _big_decoder(folder: Path) -> Path:
+    """A Qwen2 of about 100M parameters (hidden 768, 12 layers, 8k vocabulary), random weights."""
+    return _random_qwen2(
+        folder,
         hidden_size=768,
         intermediate_size=3072,
         num_hidden_layers=12,
@@ -108,12 +130,70 @@ def _big_decoder(folder: Path) -> Path:
         num_key_value_heads=4,
         max_position_embeddings=1024,
         tie_word_embeddings=False,
-        bos_token_id=tokenizer.eos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
     )
-    torch.manual_seed(0)
-    transformers.AutoModelForCausalLM.from_config(config).save_pretrained(folder)
-    return folder
+
+
+def _qwen25_05b_shaped(folder: Path) -> Path:
+    """A decoder of Qwen2.5-0.5B's sizes and files (bf16 safetensors, tied embeddings), random weights."""
+    return _random_qwen2(
+        folder,
+        "bfloat16",
+        vocab_size=151_936,
+        hidden_size=896,
+        intermediate_size=4864,
+        num_hidden_layers=24,
+        num_attention_heads=14,
+        num_key_value_heads=2,
+        max_position_embeddings=32_768,
+        rope_theta=1_000_000.0,
+        tie_word_embeddings=True,
+    )
+
+
+def _optimize_row(name: str, source: Path, work: Path, text: Path) -> dict:
+    """``olive optimize`` on ``source`` with ``--data``, against the builder command's int4 of the same folder."""
+    from olive_passes_genai import metrics
+    from olive_passes_genai.genai_model import GenAIModelHandler
+
+    float_bytes = sum(p.stat().st_size for p in source.glob("*.safetensors"))
+    cli = work / "cli-int4"
+    if str(cli) in _builds_seen:  # built and timed for the rows above
+        cli_wall, cli_rss = _builds_seen[str(cli)]
+    else:
+        for folder in (cli, work / "cli-scratch"):
+            shutil.rmtree(folder, ignore_errors=True)
+        cli_wall, cli_rss = _builder_cli(source, cli, work / "cli-scratch")
+    out = work / "optimized"
+    command = ["-m", "olive.cli.main", "optimize", str(source), "--data", str(text)]
+    wall, rss = _child([*command, "-o", str(out), "--cache-dir", str(work / "optimize-cache")])
+    recorded = json.loads((out / "metrics.json").read_text())
+    best = {k: v["value"] for k, v in recorded["best"].items()}
+    reference = {k: v["value"] for k, v in recorded["reference"]["metrics"].items()}
+    metric = {"name": "bench", "user_config": {"data_path": str(text), "repeat": 20, "prompt_tokens": 64}}
+    against_cli = metrics._speed(GenAIModelHandler(out), metric, None, GenAIModelHandler(cli))
+    guard = json.loads((out / "model_config.json").read_text()).get("config", {}).get("model_attributes", {})
+    kept = (guard.get("guarded_int4") or {}).get("kept_at_8_bits")
+    row = {
+        "model": name,
+        "row": "olive optimize --data",
+        "wall_s": round(wall, 1),
+        "builder_cli_int4_s": round(cli_wall, 1),
+        "wall_over_builder_cli_int4": round(wall / cli_wall, 1),
+        "peak_rss_mb": round(rss, 1),
+        "peak_over_float_weights": round(rss * 2**20 / max(1, float_bytes), 2),
+        "builder_cli_int4_peak_over_float_weights": round(cli_rss * 2**20 / max(1, float_bytes), 2),
+        "decode_ratio_to_fp32": round(best.get("speed-ratio_decode_tokens_per_s", float("nan")), 3),
+        "decode_ratio_to_builder_cli": round(against_cli["decode_ratio"], 3),
+        "perplexity_ratio": round(best["perplexity-perplexity"] / reference["perplexity-perplexity"], 4),
+        "size_mb": round(GenAIModelHandler(out).size_on_disk / 1e6, 2),
+        "kept_at_8_bits": None if kept is None else len(kept),
+    }
+    print(json.dumps(row), flush=True)
+    return row
+
+
+#: builds already timed by _rows, by output folder: (wall, peak MB)
+_builds_seen: dict[str, tuple[float, float]] = {}
 
 
 def _rows(name: str, source: Path, work: Path, text: Path, quick: bool, guarded: bool) -> list[dict]:
@@ -124,6 +204,7 @@ def _rows(name: str, source: Path, work: Path, text: Path, quick: bool, guarded:
     builds = {}
     builds["fp32"] = _build("ModelBuilder", source, work / "fp32", precision="fp32")
     builds["builder CLI int4"] = _builder_cli(source, work / "cli-int4", work / "cli-scratch")
+    _builds_seen[str(work / "cli-int4")] = builds["builder CLI int4"]
     builds["ModelBuilder int4"] = _build("ModelBuilder", source, work / "mb-int4", precision="int4")
     builds["k-quant int4"] = _build(
         "OnnxKQuantQuantization", work / "fp32", work / "kquant", block_size=32, is_symmetric=True
@@ -184,6 +265,8 @@ def _rows(name: str, source: Path, work: Path, text: Path, quick: bool, guarded:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the trained tiny decoder only, fewer timed runs")
+    parser.add_argument("--large", action="store_true", help="also a decoder of Qwen2.5-0.5B's shapes (bf16, tied)")
+    parser.add_argument("--only-optimize", action="store_true", help="only the olive optimize rows")
     parser.add_argument("--json", help="write the rows here")
     parser.add_argument("--workdir", help="keep the builds here (default: a temporary folder)")
     args = parser.parse_args()
@@ -195,10 +278,21 @@ def main() -> None:
     text = work / "held_out.txt"
     text.write_text(held_out_text(40_000).replace("\n\n", "\n") + "\n", encoding="utf-8")
     print(f"# CPU: {_cpu()}, {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f}", flush=True)
-    rows = _rows("trained tiny (0.5M params)", trained_decoder(), work / "tiny", text, args.quick, guarded=True)
+    rows = []
+    if not args.only_optimize:
+        rows += _rows("trained tiny (0.5M params)", trained_decoder(), work / "tiny", text, args.quick, guarded=True)
     if not args.quick:
-        big = _big_decoder(work / "big-hf")
-        rows += _rows("Qwen2 ~100M (random)", big, work / "big", text, args.quick, guarded=False)
+        big = work / "big-hf"
+        if not (big / "config.json").is_file():
+            _big_decoder(big)
+        if not args.only_optimize:
+            rows += _rows("Qwen2 ~100M (random)", big, work / "big", text, args.quick, guarded=False)
+        rows.append(_optimize_row("Qwen2 ~100M (random)", big, work / "big", text))
+    if args.large:
+        large = work / "qwen2.5-0.5b-shaped"
+        if not (large / "config.json").is_file():
+            _qwen25_05b_shaped(large)
+        rows.append(_optimize_row("Qwen2.5-0.5B-shaped (random, bf16, tied)", large, work / "large", text))
     if args.json:
         Path(args.json).write_text(json.dumps({"cpu": _cpu(), "rows": rows}, indent=1))
 

@@ -82,7 +82,7 @@ def test_optimize_a_transformer_with_data_then_rerun_its_workflow_from_the_cache
     assert first.returncode == 0, first.stdout + first.stderr
     assert "Traceback" not in first.stderr
     assert (
-        "Search: quantize (OnnxAccuracyGuardedQuantization); up to 7 candidate(s), stopping at the first that keeps "
+        "Search: quantize (OnnxAccuracyGuardedQuantization); up to 8 candidate(s), stopping at the first that keeps "
         "every keep" in first.stdout
     )
     assert "Note:   --data: half to fit (passes), half to judge (metrics and goals)" in first.stdout
@@ -94,8 +94,9 @@ def test_optimize_a_transformer_with_data_then_rerun_its_workflow_from_the_cache
         "x the input's median (the two timed in alternating rounds, ±",
         "size: ",
         " MiB -> ",  # the table's unit
-        "agreement with the input on 8 held-out sample(s): cosine_min ",
-        "the guard's own check on the 8 sample(s) it fit on: cosine_min ",
+        "agreement with the input on 8 held-out sample(s), the worst over batch sizes 1 and 32 (at 32: one batch of "
+        "8, every sample): cosine_min ",
+        "the guard's own check on the 8 sample(s) it fit on at batch sizes 1 and 32: cosine_min ",
     ):
         assert words in first.stdout, words
     for name in ("model.onnx", "report.html", "footprint.json", "optimize_workflow.json", "model_config.json"):
@@ -127,7 +128,7 @@ def test_dry_run_prints_the_workflow_and_its_search_size_and_writes_nothing(tmp_
     workflow = printed_workflow(result.stdout)
     assert workflow["passes"]["quantize"]["type"] == "OnnxAccuracyGuardedQuantization"
     assert workflow["output_dir"] == str(out) and workflow["cache_dir"] == str(cache)
-    assert "total search space: 7 point(s)" in result.stdout
+    assert "total search space: 8 point(s)" in result.stdout
     assert not out.exists() and not cache.exists()
 
 
@@ -268,7 +269,7 @@ def test_max_time_stops_the_search(tmp_path, bert) -> None:
     )  # fmt: skip
     line = one_line_error(result, 1)
     assert "the search limits (max_time=0.001s) stopped the search" in line
-    assert "Search:   --max-time 0.001 s stopped the search after 0 of its 7 candidate(s)" in result.stdout
+    assert "Search:   --max-time 0.001 s stopped the search after 0 of its 8 candidate(s)" in result.stdout
     assert not (out / "model.onnx").exists()
 
 
@@ -362,8 +363,10 @@ def test_each_flag_reaches_the_workflow(tmp_path, bert, args: list[str], check: 
 @pytest.mark.parametrize(
     ("args", "size"),
     [
-        ([], 7),  # int8 on the CPU: unfused; the guard's targets, from the keeps' own, until one holds
-        (["--fusion"], 7),
+        # int8 on the CPU: unfused; the guard's seven targets, from the keeps' own, until one holds, then static
+        # int8 at the keeps' own (served at batch 32 too, where dynamic int8 depends on the batch-mates)
+        ([], 8),
+        (["--fusion"], 8),
         (["--latency-budget", "0.8"], 7),  # seven guard targets
         (["--precision", "int4"], 2),  # fused or not
         (["--precision", "fp16"], 2),
@@ -379,7 +382,7 @@ def test_the_search_is_only_what_optimize_means_to_search(bert, args: list[str],
     result = invoke("optimize", str(model), "--data", str(data), *args, "--dry-run")
     assert result.exit_code == 0, result.output
     assert f"total search space: {size} point(s)" in result.stdout
-    guarded = "--latency-budget" not in args and "top1>=0.9" not in args and size == 7
+    guarded = "--latency-budget" not in args and "top1>=0.9" not in args and size == 8
     assert (f"; up to {size} candidate(s)" if guarded else f"; {size} candidate(s)") in result.stdout
 
 

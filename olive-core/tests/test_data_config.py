@@ -92,7 +92,11 @@ def test_npz_with_mismatched_sample_counts_is_a_clear_error(tmp_path):
         ),
         ({"name": "x", "type": "NpzContainer"}, r"data_configs\[0\].type: .*did you mean 'NpzDataContainer'"),
         # An Olive container no distribution here provides (HuggingfaceContainer: test_plugin_types.py).
-        ({"name": "x", "type": "RawDataContainer"}, r"not available in this version.*NpzDataContainer"),
+        (
+            {"name": "x", "type": "RawDataContainer"},
+            r"'RawDataContainer' is a Microsoft Olive data container that no distribution here provides; "
+            r"the closest here: 'NpzDataContainer'",
+        ),
         (
             {"name": "x", "dataloader_confg": {}},
             r"data_configs\[0\].dataloader_confg: .*did you mean 'dataloader_config'",

@@ -1,10 +1,12 @@
 """Two roles for data: a data config that a pass fits on and a metric judges on gives each its own samples
 (:mod:`olive.data.split`), deterministically, stratified by real length, and says so; too few samples is one
-clear error before anything runs; ``"split": false`` opts out."""
+clear error where the split is required (``olive optimize``), and elsewhere both roles read every sample with one
+warning; ``"split": false`` opts out; a metric that only times or sizes reads the data whole and splits nothing."""
 
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +17,7 @@ from engine_support import agreement_metric, base_workflow, with_evaluator
 import olive
 from olive.cli.main import cli
 from olive.data.split import MIN_SAMPLES_PER_ROLE, TooFewSamplesError, split_indices
-from olive.exceptions import WorkflowConfigError
+from olive.exceptions import OliveError, WorkflowConfigError
 from olive.workflows.run import prepare
 
 pytestmark = pytest.mark.usefixtures("engine_registry")
@@ -102,17 +104,125 @@ def test_data_used_in_one_role_only_is_not_split(tmp_path: Path) -> None:
     assert len(_first_values(prepared.workflow.data_configs["judge"])) == 8
 
 
-def test_too_few_samples_to_split_is_exit_2_naming_the_data_config_and_the_ways_out(tmp_path: Path) -> None:
+def test_too_few_samples_to_split_is_exit_2_where_the_split_is_required(tmp_path: Path) -> None:
+    # olive optimize prepares its workflow so: its one data file is split or the command stops.
+    with pytest.raises(WorkflowConfigError) as caught:
+        prepare(_shared_workflow(tmp_path, rows=10), split_required=True)
+    message = str(caught.value)
+    assert message.startswith("data_configs[0]: passes fit on it and metrics judge on it"), message
+    assert "holds 10 sample(s)" in message and '"split": false' in message and "data config of their own" in message
+    assert not (tmp_path / "out").exists()
+
+
+def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and r.name.startswith("olive")]
+
+
+def test_too_few_samples_to_split_runs_unsplit_with_one_warning_that_the_figures_measure_the_fit(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A Microsoft Olive workflow that ran there runs here: both roles see every sample, and it is said once.
     config = tmp_path / "wf.json"
     config.write_text(json.dumps(_shared_workflow(tmp_path, rows=10)))
     result = CliRunner().invoke(cli, ["run", str(config), "--dry-run"])
-    assert result.exit_code == 2, result.output
-    [line] = [line for line in result.output.splitlines() if line.strip()]
-    assert line.startswith("Error: data_configs[0]: passes fit on it and metrics judge on it"), line
-    assert "holds 10 sample(s)" in line and '"split": false' in line and "data config of their own" in line
-    with pytest.raises(WorkflowConfigError):
-        prepare(_shared_workflow(tmp_path, rows=10))
-    assert not (tmp_path / "out").exists()
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "data: data config 'calib': passes fit fit on it and metrics agree judge on it, on the same samples" in text
+    assert "holds 10 sample(s), too few to split" in text and "quality figures measure the fit" in text
+
+    prepared = prepare(_shared_workflow(tmp_path, rows=10))
+    fitting = prepared.workflow.passes["fit"][0].params["data_config"]
+    assert fitting is prepared.workflow.data_configs["calib"] and fitting.role is None
+    [shared] = prepared.shared_data
+    assert (shared.split, shared.too_few) == (False, 10)
+    with caplog.at_level(logging.WARNING, logger="olive"):
+        output = olive.run(prepared)
+    assert output.best is not None
+    seen = json.loads((Path(output.get_node(output.best.model_id).model_path).parent / "seen.json").read_text())
+    assert seen == [float(i) for i in range(10)]
+    assert output.best.samples == {"agree": 10}
+    [warning] = _warnings(caplog)
+    assert "data config 'calib'" in warning and "holds 10 sample(s)" in warning and "measure the fit" in warning
+
+
+def _script_workflow(tmp_path: Path, rows: int) -> dict:
+    """The shared workflow with its samples made by a user script: counted only once loaded."""
+    (tmp_path / "user_data.py").write_text(
+        "import numpy as np\n"
+        "def load(data_dir=None):\n"
+        f"    inputs = np.random.default_rng(0).standard_normal(({rows}, 16)).astype(np.float32)\n"
+        f"    inputs[:, 0] = np.arange({rows})\n"
+        "    return [({'input': row}, None) for row in inputs]\n"
+    )
+    workflow = _shared_workflow(tmp_path, rows=rows)
+    workflow["data_configs"] = [
+        {
+            "name": "calib",
+            "type": "DataContainer",
+            "user_script": str(tmp_path / "user_data.py"),
+            "load_dataset_config": {"type": "load"},
+        }
+    ]
+    return workflow
+
+
+def test_data_counted_only_once_loaded_is_read_whole_with_one_warning_when_too_few(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    prepared = prepare(_script_workflow(tmp_path, rows=6))
+    fitting = prepared.workflow.passes["fit"][0].params["data_config"]
+    judging = prepared.workflow.data_configs["calib"]
+    assert (fitting.role, judging.role) == ("fit", "judge")
+    with caplog.at_level(logging.WARNING, logger="olive"):
+        assert _first_values(fitting) == _first_values(judging) == [float(i) for i in range(6)]
+        output = olive.run(prepared)
+    assert output.best is not None and output.best.samples == {"agree": 6}
+    [warning] = _warnings(caplog)
+    assert "data config 'calib'" in warning and "holds 6 sample(s)" in warning and "measure the fit" in warning
+    # Where the split is required, loading refuses.
+    prepared = prepare(_script_workflow(tmp_path, rows=6), split_required=True)
+    with pytest.raises(OliveError, match=r"holds 6 sample\(s\), too few to split"):
+        _first_values(prepared.workflow.data_configs["calib"])
+
+
+def test_a_metric_that_only_times_or_sizes_takes_the_data_whole_and_causes_no_split(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Microsoft Olive's static quantization example: calibration and a latency metric on one 6-sample config.
+    data = _numbered(tmp_path / "data.npz", 6)
+    workflow = base_workflow(tmp_path, passes={"fit": {"type": "FitOnData", "data_config": "calib"}})
+    latency = {"name": "latency", "type": "latency", "data_config": "calib", "sub_types": [{"name": "avg"}]}
+    size = {"name": "size", "type": "size_on_disk", "data_config": "calib", "sub_types": [{"name": "bytes"}]}
+    workflow = with_evaluator(workflow, latency, size, data=data)
+    config = tmp_path / "wf.json"
+    config.write_text(json.dumps(workflow))
+    with caplog.at_level(logging.WARNING, logger="olive"):
+        result = CliRunner().invoke(cli, ["run", str(config)])
+    assert result.exit_code == 0, result.output
+    assert "too few" not in result.output and "measure the fit" not in result.output
+    assert not [w for w in _warnings(caplog) if "calib" in w]
+    prepared = prepare(workflow)
+    assert prepared.shared_data == ()
+    assert prepared.workflow.data_configs["calib"].role is None
+    output = olive.run(prepared)
+    seen = json.loads((Path(output.get_node(output.best.model_id).model_path).parent / "seen.json").read_text())
+    assert seen == [float(i) for i in range(6)]
+
+
+def test_beside_a_judging_metric_a_timing_metric_still_reads_the_data_whole(tmp_path: Path) -> None:
+    workflow = _shared_workflow(tmp_path, rows=32)
+    latency = {"name": "latency", "type": "latency", "data_config": "calib", "sub_types": [{"name": "avg"}]}
+    workflow["evaluators"]["common"]["metrics"].append(latency)
+    prepared = prepare(workflow)
+    [shared] = prepared.shared_data
+    assert shared.metrics == ("agree",)
+    metrics = {metric.name: metric for metric in prepared.workflow.evaluator.metrics}
+    timed = prepared.workflow.data_configs[metrics["latency"].data_config]
+    judged = prepared.workflow.data_configs[metrics["agree"].data_config]
+    assert (timed.name, timed.role, judged.role) == ("calib", None, "judge")
+    assert len(_first_values(timed)) == 32 and len(_first_values(judged)) == 16
+    output = olive.run(prepared)
+    assert output.best is not None and output.best.samples["agree"] == 16
 
 
 def test_dry_run_states_the_split_rule(tmp_path: Path) -> None:

@@ -97,7 +97,7 @@ def test_the_cycle_check_finds_a_cycle() -> None:
 
 #: olive.testing's kit of tiny decoder folders builds them with torch and transformers: inside its functions only
 #: (importing it needs neither; calling it without them says to install olive-passes-genai)
-TORCH_TEST_KITS = {"olive.testing.decoders"}
+TORCH_TEST_KITS = {"olive.testing.decoders", "olive.testing.adapters"}
 
 
 def test_olive_core_never_imports_torch_or_a_pass_distribution() -> None:

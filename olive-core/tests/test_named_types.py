@@ -113,7 +113,7 @@ def test_a_fallback_gives_way_to_another_distributions_entry_of_the_name():
         _registry(*entries()).get("Gear")
 
 
-def test_type_names_fold_case_and_pass_names_do_not():
+def test_type_and_pass_names_fold_case_as_microsoft_olives_registries_do():
     types = _registry(_entry("Gear", "gears", f"{__name__}:Gear"))
     assert types.get("gear") is Gear
     assert types.find("GEAR") is not None
@@ -133,9 +133,10 @@ def test_type_names_fold_case_and_pass_names_do_not():
             entry_point=importlib_metadata.EntryPoint("Gear", "pkg:Gear", "olive.passes"),
         )
     )
-    assert passes.find("gear") is None
+    assert passes.find("gear").name == "Gear"
+    assert passes.get_entry("gears:GEAR").name == "Gear"
     with pytest.raises(UnknownPassError, match=r"did you mean 'Gear'"):
-        passes.get_entry("gear")
+        passes.get_entry("Geer")
 
 
 def test_register_unless_listed_keeps_what_metadata_lists():

@@ -151,3 +151,37 @@ def test_no_warning_when_every_key_takes_effect(tmp_path: Path, caplog) -> None:
     with caplog.at_level(logging.WARNING, logger="olive"):
         load_workflow_config(_with_evaluator(tmp_path, {"type": "OnnxEvaluator"}))
     assert not [r for r in caplog.records if "have no effect" in r.getMessage()]
+
+
+def test_unknown_pass_params_are_ignored_with_one_warning_each_as_in_olive(tmp_path: Path, engine_registry) -> None:
+    # Microsoft Olive's pass configs drop keys the pass does not declare; its workflows run here the same way, and
+    # each key is named once, with the param it was most likely meant to be.
+    import json
+
+    from click.testing import CliRunner
+    from engine_support import count_matmuls
+
+    from olive.cli.main import cli
+
+    params = {"type": "AddMatMuls", "n": 2, "nn": 5, "max_concurrent_builds": 4}
+    file = tmp_path / "wf.json"
+    file.write_text(json.dumps(base_workflow(tmp_path, passes={"add": params})))
+    result = CliRunner().invoke(cli, ["run", str(file)])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stderr.split())
+    assert text.count("ignored, as Microsoft Olive ignores it") == 2, text
+    assert "passes.add.nn: AddMatMuls has no param 'nn' (did you mean 'n'?); ignored" in text
+    assert "passes.add.max_concurrent_builds: AddMatMuls has no param 'max_concurrent_builds'; ignored" in text
+    input_model = Path(base_workflow(tmp_path)["input_model"]["model_path"])
+    assert count_matmuls(tmp_path / "out" / "model.onnx") == count_matmuls(input_model) + 2
+
+
+def test_outside_a_workflow_an_unknown_pass_param_is_still_refused(engine_registry) -> None:
+    # The Python API and olive run-pass are ours: a typo there is an error naming the param meant.
+    from engine_support import AddMatMuls
+
+    from olive.exceptions import PassConfigError
+    from olive.hardware import DEFAULT_CPU_ACCELERATOR
+
+    with pytest.raises(PassConfigError, match=r"unknown param 'nn' \(did you mean 'n'\?\)"):
+        AddMatMuls(DEFAULT_CPU_ACCELERATOR, {"nn": 5})

@@ -157,13 +157,13 @@ def test_dims_pair_names_with_sizes() -> None:
         ({"act_precision": "int16", "use_qdq_format": True}, "--act_precision", "use one of int8, uint8"),
         ({"act_precision": "uint8", "precision": "int4"}, "--act_precision", "int8 weights"),
         ({"use_qdq_format": True, "precision": "fp16"}, "--use_qdq_format", "int8"),
-        ({"block_size": 32}, "--block_size", "--precision int4"),
+        ({"block_size": 32, "precision": "int8"}, "--block_size", "--precision int4"),
         ({"block_size": -1, "precision": "int4"}, "--block_size", "per-channel"),
         ({"block_size": 48, "precision": "int4"}, "--block_size", "power of two"),
         ({"device": "tpu"}, "--device", "cpu, gpu, npu"),
         ({"max_time": 0}, "--max-time", "positive"),
         ({"max_samples": 0}, "--max_samples", ">= 1"),
-        ({"batch_size": 0}, "--batch_size", ">= 1"),
+        ({"batch_sizes": (0,)}, "--batch-size", ">= 1"),
         ({"keeps": (Keep("top1", ">=", 0.9), Keep("top1", ">=", 0.8))}, "--keep", "top1 given twice"),
         ({"quantize_only": True, "precision": "fp32"}, "--precision", "nothing to do"),
         ({"quantize_only": True, "fusion": True}, "--fusion", "run olive optimize --fusion"),
@@ -281,6 +281,14 @@ def test_dims_size_the_synthetic_inputs_and_must_name_free_dimensions(bert) -> N
 
 
 # --------------------------------------------------------------------------------------------- the workflow
+def dynamic_steps(guard: dict) -> list:
+    """The guard's searched targets in dynamic mode (a served batch size above 1 adds static int8 beside it)."""
+    target = guard["target_value"]
+    if target["type"] == "Categorical":
+        return target["support"]
+    return next(entry["value"]["support"] for entry in target["support"] if entry["key"] == ["dynamic"])
+
+
 def test_defaults_on_a_transformer_with_data_guard_int8_unfused_and_pick_the_fastest(tmp_path, bert, bert_npz):
     recipe = build_workflow(bert, options(tmp_path), ALL, bert_npz)
     workflow = recipe.workflow
@@ -292,7 +300,7 @@ def test_defaults_on_a_transformer_with_data_guard_int8_unfused_and_pick_the_fas
     assert guard["target_metric"] == ["cosine_min", "cosine_mean"]
     # The keeps' own targets first, then every keep tightened alike towards 1, until a model keeps them on the
     # judging half: the search stops at the first that does.
-    steps = guard["target_value"]["support"]
+    steps = dynamic_steps(guard)
     assert steps[0] == [0.97, 0.99] and steps[-1][0] > 0.99 and steps[-1][1] > 0.995
     assert all(a[0] < b[0] and a[1] < b[1] for a, b in itertools.pairwise(steps))
     assert workflow["search_strategy"]["stop_when_goals_met"] is True
@@ -509,7 +517,7 @@ def test_the_workflow_names_the_cache_it_was_given_and_otherwise_shares_the_per_
 
 
 def test_batch_size_and_max_samples_reach_the_data_and_the_guard(tmp_path, bert, bert_npz):
-    workflow = build_workflow(bert, options(tmp_path, batch_size=4, max_samples=8), ALL, bert_npz).workflow
+    workflow = build_workflow(bert, options(tmp_path, batch_sizes=(4,), max_samples=8), ALL, bert_npz).workflow
     assert workflow["data_configs"][0]["dataloader_config"] == {"batch_size": 4}
     guard = workflow["passes"]["quantize"]
     assert guard["batch_size"] == 4 and guard["max_samples"] == 8
@@ -554,7 +562,7 @@ def test_keeps_given_replace_the_defaults(tmp_path, bert, bert_npz):
     recipe = build_workflow(bert, options(tmp_path, keeps=keeps), ALL, bert_npz)
     guard = recipe.workflow["passes"]["quantize"]
     assert guard["target_metric"] == ["cosine_mean", "max_abs_diff"]
-    steps = guard["target_value"]["support"]
+    steps = dynamic_steps(guard)
     assert steps[0] == [0.995, 0.5] and steps[1][0] > 0.995 and steps[1][1] < 0.5
     agreement = subs(recipe.workflow, "agreement")
     assert set(agreement) == {"cosine_mean", "max_abs_diff"}
@@ -727,6 +735,21 @@ def test_a_decoder_is_built_by_modelbuilder_and_guarded_to_int4_on_the_fitting_h
     assert "perplexity<=1.02x against the float model on held-out text" in recipe.objective
 
 
+def test_a_block_size_with_precision_auto_applies_to_a_decoder_and_the_summary_says_what_auto_chose(tmp_path):
+    recipe = build_workflow(decoder(tmp_path), options(tmp_path, block_size=128), Installed(GENAI), text(tmp_path))
+    assert recipe.workflow["passes"]["quantize"]["block_size"] == 128
+    assert any(n.startswith("--precision auto: int4 for a decoder (block size 128") for n in recipe.notes)
+    plain = build_workflow(decoder(tmp_path), options(tmp_path, block_size=64), Installed(GENAI), SYNTHETIC)
+    assert plain.workflow["passes"]["quantize"]["block_size"] == 64
+
+
+def test_a_block_size_with_precision_auto_on_an_encoder_says_auto_means_int8_there(tmp_path, bert, bert_npz):
+    with pytest.raises(WorkflowConfigError) as caught:
+        build_workflow(bert, options(tmp_path, block_size=32), ALL, bert_npz)
+    assert caught.value.owner == "--block_size"
+    assert "--precision auto means int8" in caught.value.reason and "add --precision int4" in caught.value.reason
+
+
 def test_a_top1_agreement_keep_is_what_the_guard_aims_at(tmp_path):
     keeps = (parse_keep("top1_agreement>=0.97"), parse_keep("next_token_kl<=0.1"))
     recipe = build_workflow(decoder(tmp_path), options(tmp_path, keeps=keeps), Installed(GENAI), text(tmp_path))
@@ -739,7 +762,8 @@ def test_a_top1_agreement_keep_is_what_the_guard_aims_at(tmp_path):
 def test_without_text_a_decoder_is_plain_int4_judged_on_random_tokens_and_says_what_that_is_worth(tmp_path):
     recipe = build_workflow(decoder(tmp_path), options(tmp_path), Installed(GENAI), SYNTHETIC)
     quantize = recipe.workflow["passes"]["quantize"]
-    assert quantize["type"] == "OnnxKQuantQuantization" and quantize["bits"] == 4 and quantize["is_symmetric"]
+    # k-quant fits an offset to every block: no is_symmetric, which it would ignore
+    assert quantize["type"] == "OnnxKQuantQuantization" and quantize["bits"] == 4 and "is_symmetric" not in quantize
     assert recipe.keeps == () and recipe.synthetic
     assert recipe.workflow["data_configs"] == []
     names = [m["name"] for m in recipe.workflow["evaluators"]["optimize"]["metrics"]]

@@ -135,3 +135,38 @@ def test_a_decoder_that_misses_its_keeps_names_the_closest_and_its_ratio_to_the_
     assert line.startswith("no candidate keeps perplexity<=1.02x and top1_agreement>=0.98 on held-out text")
     assert "reached perplexity 1.0300x the float model's, top1_agreement 0.9600" in line
     assert "loosen --keep" in line
+
+
+SERVED = {
+    "agreement": {
+        "served": [1, 32],
+        "worst_at": {"cosine_min": 32, "cosine_mean": 32},
+        "by_batch_size": {
+            "1": {"cosine_min": 0.9746, "cosine_mean": 0.9929},
+            "32": {"cosine_min": 0.9676, "cosine_mean": 0.9922},
+        },
+        "largest_batch": {"1": 1, "32": 16},
+    }
+}
+
+
+def test_the_figures_say_at_which_batch_sizes_they_were_measured() -> None:
+    best = candidate("q", 0.5, 0.9876, 0.9931, samples={"agreement": 16}, batch_sizes=SERVED)
+    lines = comparison_lines(WorkflowOutput([INPUT, best], best=best), EMBEDDING_KEEPS)
+    assert (
+        "agreement with the input on 16 held-out sample(s), the worst over batch sizes 1 and 32 (at 32: one batch "
+        "of 16, every sample): cosine_min 0.9876 (keep >= 0.97), cosine_mean 0.9931 (keep >= 0.99)"
+    ) in lines
+    assert "by batch size: 1: cosine_min 0.9746, cosine_mean 0.9929; 32: cosine_min 0.9676, cosine_mean 0.9922" in lines
+
+
+def test_a_miss_names_the_closest_candidates_figures_at_each_batch_size() -> None:
+    closest = candidate("q", 0.5, 0.9676, 0.9922, samples={"agreement": 16}, batch_sizes=SERVED)
+    line = closest_miss(WorkflowOutput([INPUT, closest]), EMBEDDING_KEEPS, None)
+    assert (
+        "reached cosine_min 0.9676, cosine_mean 0.9922 on 16 held-out sample(s), the worst over batch sizes 1 and"
+        in line
+    )
+    assert (
+        "(by batch size: 1: cosine_min 0.9746, cosine_mean 0.9929; 32: cosine_min 0.9676, cosine_mean 0.9922)" in line
+    )

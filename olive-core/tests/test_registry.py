@@ -121,8 +121,8 @@ def test_unknown_name_suggests_close_match(isolated_registry):
     isolated_registry.register(Identity, name="QuantizeDynamic")
     with pytest.raises(UnknownPassError, match=r"did you mean 'QuantizeDynamic'\?"):
         isolated_registry.get_pass_class("QuantiseDynamic")
-    with pytest.raises(UnknownPassError, match=r"did you mean 'QuantizeDynamic'\?"):
-        isolated_registry.get_pass_class("quantizedynamic")
+    # Another case is the same name (Microsoft Olive's registry ignores case), not a suggestion.
+    assert isolated_registry.get_pass_class("quantizedynamic") is Identity
 
 
 def test_ambiguous_name_names_both_and_qualified_name_picks_one(isolated_registry):

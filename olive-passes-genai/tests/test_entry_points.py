@@ -36,6 +36,7 @@ def test_listing_names_the_passes_without_importing_them_and_the_model_type_reso
         "OnnxKQuantQuantization",
         "OnnxGuardedInt4",
         "OnnxGptqQuantization",
+        "ExtractAdapters",
     }
     assert all(e["status"] == "not loaded" for e in ours.values())
     facts = json.loads(tail)

@@ -237,3 +237,24 @@ def test_a_builder_without_its_quantizing_method_builds_int4_its_own_way(qwen2_d
     assert not any("float graph streamed" in m for m in messages)
     assert len(_nbits(out.model_path)) == 11
     assert sorted(p.name for p in tmp_path.iterdir()) == ["int4"]  # the build's scratch folder is gone
+
+
+def test_a_builder_failure_names_where_it_stopped_the_settings_and_what_to_change(tmp_path, cpu):
+    import json
+
+    import pytest
+
+    from olive.exceptions import PassRunError
+    from olive.testing.decoders import save_decoder
+
+    folder = save_decoder(tmp_path / "model", "qwen2")
+    config = json.loads((folder / "config.json").read_text())
+    config["hidden_act"] = "no_such_activation"  # transformers cannot build the model to load the weights into
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(PassRunError) as caught:
+        build(folder, tmp_path / "out", cpu, precision="int4", int4_block_size=64)
+    message = str(caught.value)
+    assert message.startswith("pass ModelBuilder: onnxruntime-genai's builder failed on")
+    assert "while loading the checkpoint (precision int4, execution provider cpu, int4_block_size 64" in message
+    assert "no_such_activation" in message and "check that transformers' from_pretrained loads the folder" in message
+    assert "-v shows the builder's traceback" in message and caught.value.__cause__ is not None

@@ -10,7 +10,7 @@ from olive_passes_genai import metrics
 from olive_passes_genai.genai_model import GenAIModelHandler
 from olive_passes_genai.weight_only import OnnxHqqQuantization, OnnxKQuantQuantization
 
-from olive.exceptions import PassConfigError, PassRunError
+from olive.exceptions import PassConfigError
 from olive.testing import run_pass
 
 
@@ -60,10 +60,27 @@ def test_k_quant_keeps_chosen_matmuls_at_8_bits_and_excluded_ones_in_float(train
     assert [n.name for n in graph.node if n.op_type == "MatMul"] == [first]
 
 
-def test_asymmetric_k_quant_with_an_odd_block_count_is_a_clear_error(trained_fp32, tmp_path):
-    # K = 128 at block_size 128 is one block per column, which onnxruntime's k-quant cannot pack.
-    with pytest.raises(PassRunError, match=r"even number of blocks along K.*is_symmetric true"):
-        run_pass(OnnxKQuantQuantization, trained_fp32, {"block_size": 128}, output_dir=tmp_path)
+def test_k_quant_with_one_block_per_column_quantizes_every_matmul_and_stays_close(
+    trained_fp32, held_out_file, tmp_path
+):
+    # K = 128 at block_size 128 is one block per column, which onnxruntime's own zero-point packing raises on.
+    out = run_pass(OnnxKQuantQuantization, trained_fp32, {"block_size": 128}, output_dir=tmp_path)
+    assert _ops(out).count("MatMulNBits") == _ops(trained_fp32).count("MatMul") and "MatMul" not in _ops(out)
+    metric = {"name": "q", "user_config": {"data_path": str(held_out_file), "window": 128, "max_windows": 8}}
+    ppl = metrics.perplexity(out, metric, None)["perplexity"]
+    ref = metrics.perplexity(trained_fp32, metric, None)["perplexity"]
+    assert abs(ppl / ref - 1) < 0.1, (ppl, ref)
+
+
+def test_is_symmetric_on_k_quant_says_it_has_no_effect(trained_fp32, tmp_path, caplog):
+    import logging
+
+    caplog.set_level(logging.WARNING)
+    out = run_pass(OnnxKQuantQuantization, trained_fp32, {"is_symmetric": True}, output_dir=tmp_path)
+    assert "is_symmetric has no effect on k-quant" in caplog.text
+    graph = onnx.load(out.model_path, load_external_data=False).graph
+    # k-quant fits an offset to every block: its MatMulNBits carry zero points whatever the flag says.
+    assert all(len(n.input) == 4 for n in graph.node if n.op_type == "MatMulNBits")
 
 
 @pytest.mark.parametrize("cls", [OnnxHqqQuantization, OnnxKQuantQuantization])

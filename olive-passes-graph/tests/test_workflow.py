@@ -234,3 +234,17 @@ def test_a_search_point_with_both_peephole_tools_off_is_pruned_not_run(tiny_bert
     assert statuses == {True: "ok", False: "pruned"}
     pruned = next(n for n in output.footprint if n.status == "pruned")
     assert "would do nothing" in pruned.error
+
+
+def test_a_lower_case_pass_type_is_the_pass_as_in_microsoft_olive(tiny_bert, tmp_path):
+    # Olive's registry ignores case; its examples write "orttransformersoptimization".
+    import olive
+
+    passes = {"fuse": {"type": "orttransformersoptimization", "model_type": "bert", "opt_level": 0}}
+    output = olive.run(_workflow(tmp_path, tiny_bert, passes, [AGREEMENT]))
+    (node,) = [n for n in output.footprint if n.pass_key == "fuse" and n.status == "ok"]
+    assert node.pass_name == "OrtTransformersOptimization"
+    import onnx
+
+    fused = onnx.load(str(tmp_path / "out" / "model.onnx"), load_external_data=False)
+    assert Counter(n.op_type for n in fused.graph.node)["Attention"] == 2

@@ -15,6 +15,8 @@ PASS_NAMES = {
     "OnnxFloatToFloat16": "olive_passes_quant.float16",
     "OnnxSensitivityAnalysis": "olive_passes_quant.sensitivity",
     "OnnxAccuracyGuardedQuantization": "olive_passes_quant.accuracy_guarded",
+    "MatMulNBitsToQDQ": "olive_passes_quant.mnb_to_qdq",
+    "SelectiveMixedPrecision": "olive_passes_quant.selective_mixed_precision",
 }
 
 

@@ -27,6 +27,8 @@ def test_pass_contract(name, tmp_path, calib_npz):
         "OnnxAccuracyGuardedQuantization",
     ):
         config = {"data_config": str(write_npz_dataset(tmp_path / "mlp.npz", mlp, num_samples=8))}
+    if name == "SelectiveMixedPrecision":
+        config = {"algorithm": "snr", "ratio": 0.5}
     report = assert_pass_contract(
         _pass_class(name), model=mlp, entry_point_name=name, config=config, max_points=8, output_dir=tmp_path / "out"
     )

@@ -144,7 +144,8 @@ def test_one_data_file_is_split_and_the_split_is_stated(case: dict[str, Path]) -
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.split())
     assert "--data: half to fit (passes), half to judge (metrics and goals)" in text
-    assert "data: data config 'data': passes quantize fit on it and metrics latency, agreement judge on it" in text
+    # The latency metric times its inputs and judges nothing: it reads the data whole.
+    assert "data: data config 'data': passes quantize fit on it and metrics agreement judge on it" in text
 
 
 def test_too_few_samples_to_split_is_exit_2_saying_how_to_judge_apart(case: dict[str, Path]) -> None:

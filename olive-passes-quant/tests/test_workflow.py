@@ -148,3 +148,29 @@ def test_blockwise_block_size_is_searched_only_when_asked(tmp_path, bert, calib_
     passes = {"rtn": {"type": "OnnxBlockWiseRtnQuantization", "block_size": asked}}
     output = olive.workflows.run(_workflow(bert, calib_npz, tmp_path / "b", passes, search=True))
     assert sorted(n.config["block_size"] for n in output.footprint if n.pass_key == "rtn") == [32, 128]
+
+
+def test_static_quantization_and_a_latency_metric_on_one_small_data_config_run_unsplit(tmp_path, bert):
+    # Microsoft Olive's static quantization workflow: calibration and latency on the same 6 samples. The
+    # latency metric only times its inputs, so nothing asks for a split and the run neither stops nor warns.
+    import json
+
+    import onnx
+    from click.testing import CliRunner
+
+    from olive.cli.main import cli
+    from olive.testing.models import write_npz_dataset
+
+    data = write_npz_dataset(tmp_path / "six.npz", bert, num_samples=6, sequence_length=16, seed=1)
+    passes = {"quantize": {"type": "OnnxStaticQuantization", "data_config": "calib"}}
+    workflow = _workflow(bert, data, tmp_path, passes, search=False)
+    workflow["evaluators"]["common"]["metrics"] = [
+        {"name": "latency", "type": "latency", "data_config": "calib", "sub_types": [{"name": "avg", "priority": 1}]}
+    ]
+    config = tmp_path / "wf.json"
+    config.write_text(json.dumps(workflow))
+    result = CliRunner().invoke(cli, ["run", str(config)])
+    assert result.exit_code == 0, result.output
+    assert "too few" not in result.output and "measure the fit" not in result.output
+    quantized = onnx.load(str(tmp_path / "out" / "model.onnx"))
+    assert any(node.op_type == "QuantizeLinear" for node in quantized.graph.node)

@@ -60,8 +60,12 @@ def test_a_changed_folder_or_a_malformed_record_is_checked_again(folder: Path, t
     assert _facts(folder, records)["imported"] == ["torch", "transformers"]
     assert json.loads(record.read_text())["task"] == "feature-extraction"  # rewritten by the new check
     config = json.loads((folder / "config.json").read_text())
-    config["max_position_embeddings"] = 32
+    # A change that keeps config and weights of one model (a smaller position table than the weights' is refused
+    # as the config of another model).
+    config["layer_norm_eps"] = 1e-5
     (folder / "config.json").write_text(json.dumps(config))
     changed = _facts(folder, records)
-    assert changed["imported"] == ["torch", "transformers"] and changed["positions"] == 32
+    assert (
+        changed["imported"] == ["torch", "transformers"] and changed["positions"] == config["max_position_embeddings"]
+    )
     assert len(list(records.glob("*.json"))) == 2

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from olive.cache.store import hash_model
-from olive.exceptions import ModelLoadError, WorkflowConfigError
+from olive.exceptions import ModelLoadError, PassConfigError, WorkflowConfigError
 from olive.model.types import get_model_type, handler_from_config, model_from_json
 from olive_passes_torch.hf_model import HfModelHandler
 from olive_passes_torch.torch_model import content_digest, labelled, model_files
@@ -142,7 +142,9 @@ def test_io_config_that_does_not_match_forward(bert_dir, tmp_path):
 @pytest.mark.parametrize(
     ("fields", "owner", "reason"),
     [
-        ({"adapter_path": "lora"}, "input_model.adapter_path", "merge the adapter"),
+        ({"adapter_path": "lora"}, "input_model.adapter_path", "is not a folder"),
+        ({"adapters": ["lora"]}, "input_model.adapters", "an object of adapter names"),
+        ({"adapters": {"a/b": "lora"}}, "input_model.adapters.a/b", "not usable as a file name"),
         ({"model_pth": "x"}, "input_model.model_pth", "did you mean 'model_path'"),
         ({"load_kwargs": {"torch_dtype": "int3"}}, "input_model.load_kwargs.torch_dtype", "float32, float16, bfloat16"),
         (
@@ -201,3 +203,87 @@ def test_what_onnxruntime_would_be_asked_for_is_a_clear_error(bert_dir):
     for call in (model.get_io_config, model.prepare_session):
         with pytest.raises(ModelLoadError, match=r"runs in PyTorch, not onnxruntime.*OnnxConversion"):
             call()
+
+
+def _lora_folder(folder, shapes, **config):
+    """A PEFT LoRA folder written as PeftModel.save_pretrained writes one (peft is not needed to read it)."""
+    import json
+
+    import torch
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True)
+    save_file({name: torch.zeros(shape) for name, shape in shapes.items()}, str(folder / "adapter_model.safetensors"))
+    written = {"peft_type": "LORA", "r": 4, "lora_alpha": 8, "target_modules": ["query"], **config}
+    (folder / "adapter_config.json").write_text(json.dumps(written))
+    return folder
+
+
+_QUERY = "base_model.model.encoder.layer.0.attention.self.query"
+
+
+def test_adapters_are_checked_against_the_base_before_anything_runs(bert_dir, tmp_path):
+    good = _lora_folder(tmp_path / "good", {f"{_QUERY}.lora_A.weight": [4, 32], f"{_QUERY}.lora_B.weight": [32, 4]})
+    model = handler_from_config(
+        {"type": "HfModel", "model_path": str(bert_dir), "adapter_path": "good", "adapters": {"second": "good"}},
+        base_dir=tmp_path,
+    )
+    model.validate()
+    assert model.adapters == {"good": str(good), "second": str(good)} and model.adapter_path == str(good)
+    assert model_from_json(model.to_json()).adapters == model.adapters
+    assert model.content_hash() != HfModelHandler(str(bert_dir)).content_hash()
+    # An adapter is not loaded into the PyTorch model: a pass that loads it says so rather than drop the adapter.
+    with pytest.raises(PassConfigError, match="ModelBuilder"):
+        model.load_model()
+
+    wide = _lora_folder(tmp_path / "wide", {f"{_QUERY}.lora_A.weight": [4, 48], f"{_QUERY}.lora_B.weight": [48, 4]})
+    error = _config_error(
+        {"type": "HfModel", "model_path": str(bert_dir), "adapters": {"wide": str(wide)}},
+        tmp_path,
+        "input_model.adapters.wide",
+        "adapter 'wide': module encoder.layer.0.attention.self.query: lora_A is [4, 48]",
+    )
+    assert "[32, 32]" in error.reason and "[4, 32]" in error.reason
+    elsewhere = _lora_folder(tmp_path / "far", {"base_model.model.decoder.q.lora_A.weight": [4, 32]})
+    _config_error(
+        {"type": "HfModel", "model_path": str(bert_dir), "adapters": {"far": str(elsewhere)}},
+        tmp_path,
+        "input_model.adapters.far",
+        "module decoder.q is not in the base model",
+    )
+    dora = _lora_folder(tmp_path / "dora", {f"{_QUERY}.lora_A.weight": [4, 32]}, use_dora=True)
+    _config_error(
+        {"type": "HfModel", "model_path": str(bert_dir), "adapters": {"d": str(dora)}},
+        tmp_path,
+        "input_model.adapters.d",
+        "DoRA",
+    )
+    extra = _lora_folder(
+        tmp_path / "extra", {f"{_QUERY}.lora_A.weight": [4, 32], "base_model.model.pooler.dense.weight": [32, 32]}
+    )
+    _config_error(
+        {"type": "HfModel", "model_path": str(bert_dir), "adapters": {"e": str(extra)}},
+        tmp_path,
+        "input_model.adapters.e",
+        "other than LoRA A/B",
+    )
+    (tmp_path / "empty").mkdir()
+    _config_error(
+        {"type": "HfModel", "model_path": str(bert_dir), "adapters": {"x": "empty"}},
+        tmp_path,
+        "input_model.adapters.x",
+        "no adapter_config.json",
+    )
+
+
+def test_an_adapter_folder_without_files_is_checked_even_after_the_base_alone_was(bert_dir, tmp_path, monkeypatch):
+    # A check of the base alone is recorded; the same base with an empty adapter folder is another model.
+    monkeypatch.setenv("OLIVE_HF_CHECKS_DIR", str(tmp_path / "records"))
+    handler_from_config({"type": "HfModel", "model_path": str(bert_dir)}, base_dir=tmp_path).validate()
+    (tmp_path / "empty").mkdir()
+    _config_error(
+        {"type": "HfModel", "model_path": str(bert_dir), "adapters": {"x": "empty"}},
+        tmp_path,
+        "input_model.adapters.x",
+        "no adapter_config.json",
+    )

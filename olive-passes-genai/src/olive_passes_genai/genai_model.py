@@ -152,6 +152,11 @@ class GenAIModelHandler(ONNXModelHandler):
         sha = hashlib.sha256(b"GenAIModel\0")
         for path, rel in self.folder_files():
             sha.update(f"{rel}\0{hash_file(path)}\0".encode())
+        adapters = (self.model_attributes or {}).get("adapters")
+        if isinstance(adapters, dict) and adapters:
+            # Adapters still in their PEFT folders (ModelBuilder's output) are part of what a later pass writes.
+            digests = {str(k): v.get("sha256") if isinstance(v, dict) else str(v) for k, v in adapters.items()}
+            sha.update(json.dumps(digests, sort_keys=True).encode())
         return sha.hexdigest()
 
     def to_json(self) -> dict[str, Any]:

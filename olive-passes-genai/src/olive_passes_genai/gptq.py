@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from olive.exceptions import PassParamError
-from olive.logs import onnxruntime_logs
 from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import model_proto_to_olive_model
 from olive_passes_genai.genai_model import GenAIModelHandler, genai_folder_from_onnx
+from olive_passes_genai.ort_quantizer import run_quantizer
 from olive_passes_genai.text_windows import check_text_params, pass_samples, text_params, windows
-from olive_passes_genai.weight_only import ACCURACY_LEVELS, _external_data_params, _quiet_library
+from olive_passes_genai.weight_only import ACCURACY_LEVELS, _external_data_params
 
 if TYPE_CHECKING:
     import numpy as np
@@ -93,9 +93,8 @@ class OnnxGptqQuantization(Pass):
                 actorder=config.actorder,
             ),
         )
-        with onnxruntime_logs(logger, ("neural_compressor",)), _quiet_library():
-            quantizer.process()
-        quantized = quantizer.model.model if hasattr(quantizer.model, "model") else quantizer.model
+        settings = f"GPTQ, 4 bits, block_size {config.block_size}, is_symmetric {config.is_symmetric}"
+        quantized = run_quantizer(quantizer, owner=self.config_owner(), settings=settings)
         out = model_proto_to_olive_model(quantized, output_model_path, config)
         result = genai_folder_from_onnx(model, out)
         result.model_attributes["gptq"] = {"calibration_windows": len(reader.items), "window": config.window}
@@ -107,8 +106,6 @@ class _WindowReader:
     CalibrationDataReader protocol)."""
 
     def __init__(self, model: GenAIModelHandler, config: BasePassConfig, owner: str):
-        import numpy as np
-
         from olive_passes_genai.metrics import _Decoder
 
         decoder = _Decoder(model.folder)
@@ -116,21 +113,7 @@ class _WindowReader:
         cut = windows(decoder.encode("\n".join(samples)), config.window, config.window, config.max_windows)
         if not cut:
             raise PassParamError(f"{owner}: {source} gives no window of {config.window} tokens", params="data_config")
-        spec = model.genai_config()["model"]["decoder"]
-        heads, head_size = int(spec["num_key_value_heads"]), int(spec["head_size"])
-        names = [i.name for i in _inputs(Path(model.model_path))]
-        self.items: list[dict[str, np.ndarray]] = []
-        for window in cut:
-            ids = window.astype(np.int64)[None]
-            feeds: dict[str, np.ndarray] = {"input_ids": ids}
-            for name in names:
-                if name == "attention_mask":
-                    feeds[name] = np.ones_like(ids)
-                elif name == "position_ids":
-                    feeds[name] = np.arange(ids.shape[1], dtype=np.int64)[None]
-                elif name.startswith("past_key_values"):
-                    feeds[name] = np.zeros((1, heads, 0, head_size), dtype=np.float32)
-            self.items.append(feeds)
+        self.items = prefill_feeds(model, cut)
         self._iter = iter(self.items)
 
     def get_next(self) -> dict[str, Any] | None:
@@ -141,6 +124,37 @@ class _WindowReader:
 
     def __iter__(self):
         return iter(self.items)
+
+
+def prefill_feeds(model: GenAIModelHandler, cut: list[np.ndarray], batch: bool = False) -> list[dict[str, np.ndarray]]:
+    """onnxruntime feeds of the folder's decoder for each window of ``cut``: one prefill with an empty KV cache, as
+    its ``genai_config.json`` describes the inputs. ``batch``: windows of one length go in one feed, a row each (the
+    weights are read once for all of them)."""
+    import numpy as np
+
+    spec = model.genai_config()["model"]["decoder"]
+    heads, head_size = int(spec["num_key_value_heads"]), int(spec["head_size"])
+    names = [i.name for i in _inputs(Path(model.model_path))]
+    if batch:
+        by_length: dict[int, list[np.ndarray]] = {}
+        for window in cut:
+            by_length.setdefault(len(window), []).append(window)
+        rows = [np.stack(group) for group in by_length.values()]
+    else:
+        rows = [window[None] for window in cut]
+    items = []
+    for row in rows:
+        ids = row.astype(np.int64)
+        feeds: dict[str, np.ndarray] = {"input_ids": ids}
+        for name in names:
+            if name == "attention_mask":
+                feeds[name] = np.ones_like(ids)
+            elif name == "position_ids":
+                feeds[name] = np.broadcast_to(np.arange(ids.shape[1], dtype=np.int64), ids.shape).copy()
+            elif name.startswith("past_key_values"):
+                feeds[name] = np.zeros((ids.shape[0], heads, 0, head_size), dtype=np.float32)
+        items.append(feeds)
+    return items
 
 
 def _inputs(path: Path) -> list[Any]:

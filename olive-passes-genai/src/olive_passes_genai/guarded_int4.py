@@ -8,17 +8,22 @@ keeps as few as a stated goal allows, measured on the user's text:
    (at most ``max_windows``). Even windows rank, odd windows check the goal, so the ranking is not checked on
    the text it was made on. In a workflow whose metrics judge on the same data config the pass sees only its
    fitting part, and the workflow's figures are measured on text the pass never saw.
-2. **Sensitivity**: each MatMul alone is quantized to int4 (k-quant, onnxruntime's ``KQuantWeightOnlyQuantConfig``)
-   and scored by the mean next-token KL against the float model on the first ``rank_windows`` (2) fitting windows:
-   one run of the model per MatMul, which is most of the pass's time; the goal below is checked on every judging
-   window, so a coarser ranking can cost a keep more, never the goal.
-3. **Keeps**: the most sensitive MatMuls are kept at 8 bits, one more at a time (smallest model first), until
-   the goal holds on the held-out windows: ``top1_agreement`` with the float model ``>= goal_value`` (default
-   0.98), or ``perplexity_ratio`` (the model's perplexity over the float model's) ``<= goal_value``.
+2. **Sensitivity**: each MatMul's weight is quantized alone to int4 (k-quant, onnxruntime's
+   ``KQuantWeightOnlyQuantConfig``) and scored by the mean next-token KL against the float model on the first
+   ``rank_windows`` (2) fitting windows, with that MatMul alone at int4. All of it runs in one onnxruntime session of
+   the float model whose weights a run can replace (:class:`~olive_passes_genai.matmul_pieces.WeightSwapSession`):
+   one forward run per MatMul, no model written or loaded per MatMul. Each weight is quantized once per bit width
+   and every candidate below is assembled from those pieces (:mod:`olive_passes_genai.matmul_pieces`), so the pass
+   quantizes the model about once.
+3. **Keeps**: the most sensitive MatMuls are kept at 8 bits, fewest first, until the goal holds on the held-out
+   windows: ``top1_agreement`` with the float model ``>= goal_value`` (default 0.98), or ``perplexity_ratio`` (the
+   model's perplexity over the float model's) ``<= goal_value``. Plain int4 is checked first (one whole-model
+   check); when it misses, 1, 2, 4... keeps, then the gap halved: a handful of checks whatever the number of
+   MatMuls. The ranking is a proxy; the goal is always checked on the whole model, on every judging window.
 
 The output is a :class:`GenAIModelHandler`; ``model_attributes["guarded_int4"]`` records the sensitivities, the
-MatMuls kept, the goal and the held-out value reached (or by how much it was missed when even ``max_kept``
-keeps do not reach it).
+MatMuls kept, the goal, each number of keeps tried with its held-out value, and the value reached (or by how much
+it was missed when even ``max_kept`` keeps do not reach it).
 """
 
 from __future__ import annotations
@@ -27,15 +32,19 @@ import logging
 import math
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from olive.engine.memory import release_freed_memory
 from olive.exceptions import PassParamError
 from olive.passes import Pass, PassConfigParam
 from olive_passes_genai.genai_model import GenAIModelHandler
+from olive_passes_genai.gptq import prefill_feeds
+from olive_passes_genai.matmul_pieces import MatMulPieces, WeightSwapSession
 from olive_passes_genai.metrics import _Decoder, _log_softmax
 from olive_passes_genai.text_windows import check_text_params, pass_samples, text_params, windows
-from olive_passes_genai.weight_only import OnnxKQuantQuantization, _external_data_params, quantizable_matmuls
+from olive_passes_genai.weight_only import _external_data_params
 
 if TYPE_CHECKING:
     import numpy as np
@@ -72,7 +81,12 @@ class OnnxGuardedInt4(Pass):
                 "(default 1.02).",
             ),
             "block_size": PassConfigParam(type_=int, default_value=32, description="int4 block size along K."),
-            "is_symmetric": PassConfigParam(type_=bool, default_value=True, description="Symmetric int4 blocks."),
+            "is_symmetric": PassConfigParam(
+                type_=bool,
+                default_value=False,
+                description="No effect, kept for workflows that give it: k-quant fits an offset to every block, so "
+                "its blocks always carry zero points.",
+            ),
             "accuracy_level": PassConfigParam(
                 type_=int | None,
                 # As the builder on the CPU: int8 compute, without which onnxruntime runs the 8-bit keeps on a
@@ -111,22 +125,14 @@ class OnnxGuardedInt4(Pass):
         # one window to rank on, one to check the goal on
         check_text_params(config, min_windows=2)
 
-    def _quantize(self, model: GenAIModelHandler, config: BasePassConfig, out: Path, **params: Any) -> Any:
-        settings = {
-            "bits": 4,
-            "block_size": config.block_size,
-            "is_symmetric": config.is_symmetric,
-            "accuracy_level": config.accuracy_level,
-            **params,
-        }
-        return OnnxKQuantQuantization(self.accelerator_spec, settings).run(model, str(out))
-
     def _run_for_config(
         self, model: GenAIModelHandler, config: BasePassConfig, output_model_path: str
     ) -> GenAIModelHandler:
         import numpy as np
 
         owner = self.config_owner()
+        if config.is_symmetric:
+            logger.warning("%s: is_symmetric has no effect on k-quant, which fits an offset to every block", owner)
         goal = config.goal_value
         if goal is None:
             goal = 0.98 if config.goal_metric == "top1_agreement" else 1.02
@@ -141,37 +147,42 @@ class OnnxGuardedInt4(Pass):
                 params="data_config" if config.data_config is not None else "data_path",
             )
         rank = fit if config.rank_windows is None else fit[: config.rank_windows]
-        rank_ref = [_log_softmax(float_model.window_logits(w)).astype(np.float32) for w in rank]
         judge_ref = [_log_softmax(float_model.window_logits(w)).astype(np.float32) for w in judge]
         ref_nll = _nll(judge_ref, judge)
-        targets = list(quantizable_matmuls(_graph(model)))
-        scratch = Path(tempfile.mkdtemp(prefix="olive-guarded-int4-"))
+        del float_model  # its weights are not needed again: candidates are compared with judge_ref
+        release_freed_memory()
+        pieces = MatMulPieces(model, config.block_size, config.accuracy_level, owner)
+        targets = list(pieces.targets)
+        sensitivity = self._rank(pieces, prefill_feeds(model, rank, batch=True))
+        release_freed_memory()  # the float session's weights, before candidates are loaded
+        order = sorted(targets, key=lambda n: -sensitivity[n])
+        limit = math.floor(config.max_kept * len(targets))
+        # Candidates are whole models: beside the output, on the disk that takes it (not a /tmp in memory), and only
+        # the one that may be returned is kept (the fewest keeps that held so far, or the capped one).
+        scratch = Path(tempfile.mkdtemp(prefix=".guarded-int4-", dir=Path(output_model_path).parent))
+        tried: dict[int, float] = {}
+        best: list[int] = []
+
+        def check(count: int) -> bool:
+            kept = set(order[:count])
+            folder = scratch / f"keep-{count}"
+            candidate = pieces.assemble({n: 8 if n in kept else 4 for n in targets}, folder, config)
+            value = _goal_value(_Decoder(candidate.folder), judge, judge_ref, ref_nll, config.goal_metric)
+            tried[count] = value
+            logger.info("%s: %d kept at 8 bits: %s %.4f (goal %s)", owner, count, config.goal_metric, value, goal)
+            held = value >= goal if config.goal_metric == "top1_agreement" else value <= goal
+            if held:
+                for previous in best:
+                    shutil.rmtree(scratch / f"keep-{previous}", ignore_errors=True)
+                best[:] = [count]
+            elif count != limit:
+                shutil.rmtree(folder, ignore_errors=True)
+            return held
+
         try:
-            sensitivity = {}
-            for scored, name in enumerate(targets):
-                self.report_progress(scored, len(targets), "MatMuls scored")
-                alone = self._quantize(
-                    model, config, scratch / "alone", nodes_to_exclude=[n for n in targets if n != name]
-                )
-                sensitivity[name] = _mean_kl(_Decoder(alone.folder), rank, rank_ref)
-                shutil.rmtree(scratch / "alone", ignore_errors=True)
-            self.report_progress(len(targets), len(targets), "MatMuls scored")
-            order = sorted(targets, key=lambda n: -sensitivity[n])
-            limit = math.floor(config.max_kept * len(targets))
-            reached, kept, value = None, [], float("nan")
-            for count in range(limit + 1):
-                kept = order[:count]
-                trial = scratch / f"keep-{count}"
-                candidate = self._quantize(
-                    model, config, trial, customized_weight_config={n: {"bits": 8} for n in kept}
-                )
-                value = _goal_value(_Decoder(candidate.folder), judge, judge_ref, ref_nll, config.goal_metric)
-                logger.info("%s: %d kept at 8 bits: %s %.4f (goal %s)", owner, count, config.goal_metric, value, goal)
-                held = value >= goal if config.goal_metric == "top1_agreement" else value <= goal
-                if held or count == limit:
-                    reached = held
-                    break
-                shutil.rmtree(trial, ignore_errors=True)
+            count, reached = _fewest_keeps(check, limit)
+            value = tried[count]
+            kept = order[:count]
             if not reached:
                 miss = goal - value if config.goal_metric == "top1_agreement" else value - goal
                 logger.warning(
@@ -187,7 +198,7 @@ class OnnxGuardedInt4(Pass):
                     config.max_kept,
                 )
             output = Path(output_model_path)
-            shutil.move(str(trial), str(output))
+            shutil.move(str(scratch / f"keep-{count}"), str(output))
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         result = GenAIModelHandler(str(output), model_attributes=model.model_attributes)
@@ -196,29 +207,69 @@ class OnnxGuardedInt4(Pass):
             "held_out_value": value,
             "kept_at_8_bits": kept,
             "matmuls": len(targets),
-            "sensitivity_kl": dict(sorted(sensitivity.items(), key=lambda kv: -kv[1])),
+            "sensitivity": dict(sorted(sensitivity.items(), key=lambda kv: -kv[1])),
+            "sensitivity_measure": "mean next-token KL against the float model on the ranking windows, the MatMul "
+            "alone at int4",
+            "keeps_tried": {str(c): v for c, v in sorted(tried.items())},
             "split": f"{len(rank)} of {len(fit)} even windows rank, {len(judge)} odd windows check the goal "
             f"({config.window} tokens "
             f"each, from {source})",
         }
         return result
 
+    def _rank(self, pieces: MatMulPieces, feeds: list[dict[str, Any]]) -> dict[str, float]:
+        """Each MatMul's mean next-token KL against the float model on the ranking windows with that MatMul alone at
+        int4: one forward run per MatMul in one session of the float model (:class:`WeightSwapSession`)."""
+        targets = list(pieces.targets)
+        # Every int4 piece before the float session exists: k-quant's working memory and the session's weights are
+        # never held at once.
+        for done, name in enumerate(targets):
+            self.report_progress(done, 2 * len(targets), "MatMuls quantized and scored")
+            pieces.piece(name, 4)
+        session = WeightSwapSession(pieces)
+        references = [_log_softmax(session.logits(feed)) for feed in feeds]
+        sensitivity = {}
+        for scored, name in enumerate(targets):
+            self.report_progress(len(targets) + scored, 2 * len(targets), "MatMuls quantized and scored")
+            weight = {name: pieces.dequantized(name)}
+            log_ps = [_log_softmax(session.logits(feed, weight)) for feed in feeds]
+            sensitivity[name] = _mean_kl(references, log_ps)
+        self.report_progress(2 * len(targets), 2 * len(targets), "MatMuls quantized and scored")
+        del session
+        return sensitivity
 
-def _graph(model: GenAIModelHandler) -> Any:
-    from olive.passes.onnx.common import load_without_weights
 
-    return load_without_weights(model)
+def _fewest_keeps(check: Callable[[int], bool], limit: int) -> tuple[int, bool]:
+    """The fewest keeps (0..``limit``) for which ``check`` holds, as ``(count, held)``; ``(limit, False)`` when even
+    ``limit`` misses. Plain int4 is tried first, then 1, 2, 4... keeps, then the gap between the last miss and the
+    first hold is halved: a handful of whole-model checks, where trying each count in turn took one per keep. The
+    goal is taken to hold more often with more keeps (the most sensitive MatMuls go first)."""
+    if check(0):
+        return 0, True
+    missed, step = 0, 1
+    while True:
+        count = min(step, limit)
+        if count <= missed:
+            return limit, False
+        if check(count):
+            break
+        missed, step = count, step * 2
+    held = count
+    while held - missed > 1:
+        middle = (missed + held) // 2
+        if check(middle):
+            held = middle
+        else:
+            missed = middle
+    return held, True
 
 
-def _mean_kl(decoder: _Decoder, windows: list[np.ndarray], references: list[np.ndarray]) -> float:
+def _mean_kl(references: list[np.ndarray], log_probs: list[np.ndarray]) -> float:
+    """Mean over tokens of KL(reference || model), from log-probabilities ``[tokens, vocab]`` per window."""
     import numpy as np
 
-    total, count = 0.0, 0
-    for tokens, log_q in zip(windows, references, strict=True):
-        log_p = _log_softmax(decoder.window_logits(tokens))
-        total += float((np.exp(log_q) * (log_q - log_p)).sum())
-        count += len(tokens)
-    return total / count
+    total = sum(float((np.exp(q) * (q - p)).sum()) for q, p in zip(references, log_probs, strict=True))
+    return total / sum(len(q) for q in references)
 
 
 def _nll(log_probs: list[np.ndarray], windows: list[np.ndarray]) -> float:

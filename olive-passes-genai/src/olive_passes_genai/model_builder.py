@@ -8,6 +8,13 @@ settings (``int4_block_size``, ``int4_is_symmetric``, ``int4_accuracy_level``, `
 the decoder with a KV cache (GroupQueryAttention), its external data, ``genai_config.json`` and the tokenizer
 files, in one folder that ``onnxruntime_genai.Model(folder)`` runs as it is.
 
+An ``HfModel`` with adapters (``adapter_path`` / ``adapters``) is built with its first adapter: the builder's
+``adapter_path`` option, which writes each adapted MatMul's LoRA A and B (B scaled by ``lora_alpha / r``) as
+initializers beside the base weight. The output's ``model_attributes["adapters"]`` lists every adapter (name,
+folder, content digest) for ``ExtractAdapters``, which turns those weights into inputs and writes one adapter file
+per adapter. An ``adapter_path`` in ``extra_options`` is the builder's own and wins. At int4 and int8 the adapter's
+MatMuls are left out of the quantizing step: they stay float MatMuls, which ExtractAdapters turns into inputs.
+
 Checked before anything is built (a config error, ``olive run`` exits 2): a precision the target's execution
 provider cannot run (fp16 and bf16 need a GPU provider), an architecture the installed builder does not know, a
 folder without a tokenizer. The builder's messages go to this module's logger (what it prints, at DEBUG).
@@ -22,6 +29,7 @@ float weight, a second copy of the whole model; the file written is the same byt
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
 import logging
@@ -244,6 +252,15 @@ class ModelBuilder(Pass):
                 f"does not convert; it converts {', '.join(known)}",
                 owner=f"{getattr(model, 'json_path', 'input_model')}.model_path",
             )
+        if getattr(model, "adapters", None):
+            try:
+                import peft  # noqa: F401
+            except ImportError:
+                raise WorkflowConfigError(
+                    f"{json_path}: the model has adapters, which onnxruntime-genai's builder reads with peft; "
+                    "install it (pip install peft)",
+                    owner=f"{getattr(model, 'json_path', 'input_model')}.adapters",
+                ) from None
         if not (folder / "tokenizer.json").is_file() and not (folder / "tokenizer.model").is_file():
             raise WorkflowConfigError(
                 f"{json_path}: '{folder}' has no tokenizer (tokenizer.json), which ModelBuilder copies into the "
@@ -277,6 +294,9 @@ class ModelBuilder(Pass):
         output.mkdir(parents=True, exist_ok=True)
         target = EP_NAMES[str(self.accelerator_spec.execution_provider)]
         options = self.builder_options(config)
+        adapters = adapter_records(model)
+        if adapters and "adapter_path" not in options:
+            options["adapter_path"] = next(iter(adapters.values()))["path"]
         logger.info(
             "%s: building %s for %s from %s (options %s)",
             self.config_owner(),
@@ -292,11 +312,12 @@ class ModelBuilder(Pass):
         scratch = Path(tempfile.mkdtemp(prefix=f".{output.name}-build-", dir=output.parent))
         quantize_from_disk = _quantize_from_disk() if config.precision in QUANTIZED else contextlib.nullcontext()
         start = time.perf_counter()
+        progress = None
         try:
             with (
                 routed_logs(logger, logging.INFO),
                 onnxruntime_logs(logger),
-                _builder_progress(self, folder),
+                _builder_progress(self, folder) as progress,
                 quantize_from_disk,
             ):
                 _create_model(folder, str(output), config.precision, target, str(scratch), options)
@@ -304,8 +325,10 @@ class ModelBuilder(Pass):
             raise
         except Exception as exc:
             said = " ".join(str(exc).split())
+            stage = progress.stage if progress is not None else "starting"
             raise PassRunError(
-                f"onnxruntime-genai's builder failed on '{folder}' ({type(exc).__name__}: {said})",
+                f"onnxruntime-genai's builder failed on '{folder}' while {stage} ({_settings(config, target)}): "
+                f"{type(exc).__name__}: {said}; {_fix(stage, config)} (-v shows the builder's traceback)",
                 owner=self.config_owner(),
             ) from exc
         finally:
@@ -320,7 +343,24 @@ class ModelBuilder(Pass):
             **getattr(model, "model_attributes", {}),
             "genai": {"precision": config.precision, "execution_provider": target, "builder_options": options},
         }
+        if adapters:
+            attributes["adapters"] = adapters
+            attributes["adapter_built_in"] = next(iter(adapters))
         return GenAIModelHandler(str(output), model_attributes=attributes)
+
+
+def adapter_records(model: OliveModelHandler) -> dict[str, dict[str, str]]:
+    """``{name: {"path", "sha256"}}`` of the model's adapters (an ``HfModel``'s ``adapters``), in order."""
+    from olive.cache.store import hash_file
+    from olive_passes_torch.adapters import adapter_files
+
+    records = {}
+    for name, folder in (getattr(model, "adapters", None) or {}).items():
+        sha = hashlib.sha256()
+        for path in adapter_files(Path(folder)):
+            sha.update(f"{path.name}\0{hash_file(path)}\0".encode())
+        records[name] = {"path": str(folder), "sha256": sha.hexdigest()}
+    return records
 
 
 # What the builder prints as it goes: one line per decoder layer read, one before it saves (and quantizes).
@@ -335,6 +375,8 @@ class _ProgressLines(io.TextIOBase):
         self._owner, self._forward, self._partial = owner, forward, ""
         self.total = None if layers is None else layers + 1  # the layers, then saving
         self.done = 0
+        #: where the builder is, in words, for a failure's message
+        self.stage = "loading the checkpoint"
 
     def writable(self) -> bool:
         return True
@@ -346,8 +388,10 @@ class _ProgressLines(io.TextIOBase):
             layer = _LAYER_LINE.match(line.strip())
             if layer:
                 self.done = max(self.done, int(layer.group(1)) + 1)
+                self.stage = f"converting layer {layer.group(1)}"
                 self._owner.report_progress(self.done, self.total, "layers")
             elif _SAVING_LINE.match(line.strip()):
+                self.stage = "saving the model (and quantizing it, at int4 or int8)"
                 self._owner.report_progress(self.done, self.total, "saving")
         return len(text)
 
@@ -356,7 +400,7 @@ class _ProgressLines(io.TextIOBase):
 
 
 @contextlib.contextmanager
-def _builder_progress(owner: Pass, folder: str) -> Iterator[None]:
+def _builder_progress(owner: Pass, folder: str) -> Iterator[_ProgressLines]:
     """Report the builder's progress (a step per decoder layer, one for saving) while it runs in the block."""
     try:
         hf_config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
@@ -365,9 +409,40 @@ def _builder_progress(owner: Pass, folder: str) -> Iterator[None]:
         layers = None
     lines = _ProgressLines(owner, sys.stdout, int(layers) if isinstance(layers, int) else None)
     with contextlib.redirect_stdout(lines):
-        yield
+        yield lines
     if lines.total is not None:
         owner.report_progress(lines.total, lines.total, "saved")
+
+
+def _settings(config: BasePassConfig, target: str) -> str:
+    """The settings a failure names: precision and target, and the int4 ones where they apply."""
+    said = [f"precision {config.precision}", f"execution provider {target}"]
+    if config.precision == "int4":
+        for name in ("int4_block_size", "int4_is_symmetric", "int4_accuracy_level", "int4_algo_config"):
+            value = getattr(config, name, None)
+            if value is not None:
+                said.append(f"{name} {value}")
+    return ", ".join(said)
+
+
+def _fix(stage: str, config: BasePassConfig) -> str:
+    """What to change, from where the builder stopped."""
+    if stage.startswith("loading"):
+        return (
+            "the checkpoint did not load: check that transformers' from_pretrained loads the folder, and that its "
+            "weights are those its config.json describes"
+        )
+    if stage.startswith("converting"):
+        return (
+            f"the builder stopped {stage}: that layer's weights are not what the builder takes for this "
+            "architecture (a modified or partly saved checkpoint?); save the model again with save_pretrained"
+        )
+    if config.precision in QUANTIZED:
+        return (
+            "the builder's quantizing step failed: try another int4_block_size or int4_algo_config, or build fp32 "
+            "and quantize with OnnxKQuantQuantization or OnnxGuardedInt4"
+        )
+    return "the builder failed while saving: check that the output folder's disk has room for the model"
 
 
 def _create_model(folder: str, output: str, precision: str, target: str, cache_dir: str, options: dict) -> None:
@@ -436,6 +511,7 @@ def _to_nbits_from_disk(builder_model: Any, own: Callable[[Any], Any]) -> Any:
     with _dangling_inputs_expected():
         builder_model.model = ir.load(path)
     logger.debug("float graph streamed to %s in %.1f s", copy, time.perf_counter() - start)
+    _keep_adapters_float(builder_model)
     with weights_in(copy):
         quantized = own(builder_model)
     # What stays in float (norms, biases, an unquantized embedding) still refers to the copy by a relative
@@ -445,6 +521,32 @@ def _to_nbits_from_disk(builder_model: Any, own: Callable[[Any], Any]) -> Any:
             if isinstance(value.const_value, ir.ExternalTensor):
                 value.const_value.base_dir = copy
     return quantized
+
+
+# The builder's LoRA weights: <module>.lora_A.MatMul.weight / <module>.lora_B.MatMul.weight.
+_LORA_WEIGHT = re.compile(r"\.lora_[AB]\.MatMul\.weight$")
+
+
+def _keep_adapters_float(builder_model: Any) -> None:
+    """Leave the adapter's MatMuls out of the builder's quantizing step.
+
+    Quantized, they would become MatMulNBits with packed weights: ExtractAdapters could not make them inputs, and
+    no adapter file could replace them (the base's adapter slots lost). In float, they take any adapter's weights;
+    they are small (rank x width), so the base's size barely changes.
+    """
+    attrs = getattr(builder_model, "quant_attrs", None)
+    if not isinstance(attrs, dict) or not isinstance(attrs.get("nodes_to_exclude"), list):
+        return
+    names = [
+        node.name
+        for node in builder_model.model.graph
+        if node.op_type == "MatMul" and any(v is not None and _LORA_WEIGHT.search(v.name or "") for v in node.inputs)
+    ]
+    for name in names:
+        if name not in attrs["nodes_to_exclude"]:
+            attrs["nodes_to_exclude"].append(name)
+    if names:
+        logger.debug("adapter MatMuls kept in float: %d", len(names))
 
 
 @contextlib.contextmanager

@@ -1,4 +1,5 @@
-"""The distribution's hooks (entry-point group ``olive.plugins``): the generative-model metrics."""
+"""The distribution's hooks (entry-point group ``olive.plugins``): the generative-model metrics and
+``olive convert-adapters``."""
 
 from __future__ import annotations
 
@@ -16,4 +17,12 @@ def olive_register_metrics(register: Callable[[str, Callable[..., dict[str, floa
         register(name, evaluate)
 
 
-__all__: list[Any] = ["olive_register_metrics"]
+@hookimpl
+def olive_register_commands(cli: Any) -> None:
+    # click only: the command imports numpy, onnx and torch when it runs.
+    from olive_passes_genai.convert_adapters import convert_adapters
+
+    cli.add_command(convert_adapters)
+
+
+__all__: list[Any] = ["olive_register_commands", "olive_register_metrics"]

@@ -15,24 +15,15 @@ searched; none is searched unasked.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import logging
-import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from olive.exceptions import PassParamError, PassRunError
-from olive.logs import onnxruntime_logs
+from olive.exceptions import PassParamError
 from olive.passes import Pass, PassConfigParam
-from olive.passes.onnx.common import (
-    get_external_data_config,
-    load_without_weights,
-    model_proto_to_olive_model,
-    weights_in,
-)
+from olive.passes.onnx.common import get_external_data_config, load_without_weights, model_proto_to_olive_model
 from olive_passes_genai.genai_model import GenAIModelHandler, genai_folder_from_onnx
+from olive_passes_genai.ort_quantizer import run_quantizer
 
 if TYPE_CHECKING:
     import onnx
@@ -99,8 +90,9 @@ class _WeightOnly(Pass):
     def _algo_config(self, config: BasePassConfig, exclude: set[str]) -> Any:
         raise NotImplementedError
 
-    def _check_model(self, targets: dict[str, int], exclude: set[str], config: BasePassConfig) -> None:
-        """Raise :class:`PassRunError` for a model the algorithm cannot quantize, before any work."""
+    def _settings(self, config: BasePassConfig) -> str:
+        """The settings a failure names."""
+        raise NotImplementedError
 
     def _quantizer_kwargs(self, config: BasePassConfig) -> dict[str, Any]:
         return {"bits": 4, "block_size": config.block_size, "is_symmetric": False}
@@ -123,18 +115,18 @@ class _WeightOnly(Pass):
             logger.warning("%s: nodes_to_exclude names no node of the model: %s", owner, ", ".join(unknown[:5]))
         if not set(targets) - exclude:
             logger.warning("%s: no MatMul with a constant 2-D weight to quantize in %s", owner, model.model_path)
-        self._check_model(targets, exclude, config)
         level = int(config.accuracy_level) if config.accuracy_level else None
+        # The quantizer takes every MatMul with an initializer; the others (weights a run may feed, such as
+        # adapter slots, and empty ones) are named to it as excluded.
+        others = {n.name for n in proto.graph.node if n.op_type == "MatMul" and n.name not in targets}
         quantizer = MatMulNBitsQuantizer(
             proto,
             accuracy_level=level,
-            nodes_to_exclude=sorted(exclude),
+            nodes_to_exclude=sorted(exclude | others),
             algo_config=self._algo_config(config, exclude),
             **self._quantizer_kwargs(config),
         )
-        with weights_in(weights_dir), onnxruntime_logs(logger, ("neural_compressor",)), _quiet_library():
-            quantizer.process()
-        quantized = quantizer.model.model if hasattr(quantizer.model, "model") else quantizer.model
+        quantized = run_quantizer(quantizer, owner=owner, settings=self._settings(config), weights_dir=weights_dir)
         out = model_proto_to_olive_model(quantized, output_model_path, config, weights_dir=weights_dir)
         if isinstance(model, GenAIModelHandler):
             return genai_folder_from_onnx(model, out)
@@ -162,6 +154,9 @@ class OnnxHqqQuantization(_WeightOnly):
             **_external_data_params(),
         }
 
+    def _settings(self, config: BasePassConfig) -> str:
+        return f"HQQ, 4 bits, block_size {config.block_size}"
+
     def _algo_config(self, config: BasePassConfig, exclude: set[str]) -> Any:
         from onnxruntime.quantization.matmul_nbits_quantizer import HQQWeightOnlyQuantConfig
 
@@ -183,7 +178,11 @@ class OnnxKQuantQuantization(_WeightOnly):
             "bits": PassConfigParam(type_=int, default_value=4, description="Bits per weight: 4 or 8."),
             **_common_params(32),
             "is_symmetric": PassConfigParam(
-                type_=bool, default_value=False, description="Symmetric blocks (no zero points)."
+                type_=bool,
+                default_value=False,
+                description="No effect, kept for workflows that give it: k-quant fits a scale and an offset to each "
+                "block, so its blocks always carry zero points (onnxruntime ignores the flag). For symmetric blocks "
+                "use OnnxBlockWiseRtnQuantization (olive-passes-quant).",
             ),
             "customized_weight_config": PassConfigParam(
                 type_=dict | None,
@@ -205,19 +204,19 @@ class OnnxKQuantQuantization(_WeightOnly):
                     params="customized_weight_config",
                 )
 
-    def _check_model(self, targets: dict[str, int], exclude: set[str], config: BasePassConfig) -> None:
-        if config.is_symmetric or config.bits != 4:
-            return
-        # onnxruntime's k-quant packs two 4-bit zero points per byte per column and fails (a numpy reshape
-        # error) when a column has an odd number of blocks.
-        odd = sorted(n for n, k in targets.items() if n not in exclude and -(-k // config.block_size) % 2)
-        if odd:
-            raise PassRunError(
-                f"asymmetric 4-bit k-quant needs an even number of blocks along K, and {len(odd)} MatMul(s) have an "
-                f"odd one at block_size {config.block_size} (e.g. {odd[0]}, K={targets[odd[0]]}); use "
-                "is_symmetric true, a block_size giving an even count, or nodes_to_exclude",
-                owner=self.config_owner(),
+    def _run_for_config(
+        self, model: ONNXModelHandler, config: BasePassConfig, output_model_path: str
+    ) -> ONNXModelHandler:
+        if config.is_symmetric:
+            logger.warning(
+                "%s: is_symmetric has no effect on k-quant, which fits an offset to every block (zero points are "
+                "written); for symmetric blocks use OnnxBlockWiseRtnQuantization",
+                self.config_owner(),
             )
+        return super()._run_for_config(model, config, output_model_path)
+
+    def _settings(self, config: BasePassConfig) -> str:
+        return f"k-quant, {config.bits} bits, block_size {config.block_size}"
 
     def _algo_config(self, config: BasePassConfig, exclude: set[str]) -> Any:
         from onnxruntime.quantization.matmul_nbits_quantizer import KQuantWeightOnlyQuantConfig
@@ -231,37 +230,23 @@ class OnnxKQuantQuantization(_WeightOnly):
 
 
 def quantizable_matmuls(proto: onnx.ModelProto) -> dict[str, int]:
-    """MatMul node name -> K, for MatMuls whose second input is a constant 2-D float initializer."""
+    """MatMul node name -> K, for MatMuls whose second input is a constant 2-D float initializer.
+
+    An initializer that is also a graph input is not constant: a run may feed it (an adapter's LoRA weights after
+    ExtractAdapters, whose defaults are empty), so it stays as it is; so does an empty weight."""
     import onnx
 
+    inputs = {i.name for i in proto.graph.input}
     weights = {
         init.name: list(init.dims)
         for init in proto.graph.initializer
-        if init.data_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16) and len(init.dims) == 2
+        if init.data_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)
+        and len(init.dims) == 2
+        and all(d > 0 for d in init.dims)
+        and init.name not in inputs
     }
     return {
         node.name: int(weights[node.input[1]][0])
         for node in proto.graph.node
         if node.op_type == "MatMul" and len(node.input) == 2 and node.input[1] in weights
     }
-
-
-@contextlib.contextmanager
-def _quiet_library() -> Iterator[None]:
-    """The k-quant code prints a progress line per MatMul and keeps a printing handler of its own; inside the
-    block its printing goes to our logger at DEBUG and its handler is set aside (onnxruntime_logs forwards its
-    records)."""
-    library = logging.getLogger("neural_compressor")
-    handlers = library.handlers[:]
-    library.handlers = []
-    printed = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(printed), warnings.catch_warnings():
-            # torch.from_numpy on a read-only weight: the quantizer only reads it.
-            warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-            yield
-    finally:
-        library.handlers = handlers
-        for line in dict.fromkeys(part.strip() for part in printed.getvalue().replace("\r", "\n").splitlines()):
-            if line:
-                logger.debug("%s", line)

@@ -31,12 +31,13 @@ def sample_params() -> dict[str, PassConfigParam]:
             description="Compare outputs on at most this many samples (each variant runs on all of them).",
         ),
         "batch_size": PassConfigParam(
-            type_=int,
+            type_=int | list[int],
             default_value=1,
             description=(
-                "Samples per onnxruntime call when scoring. Dynamic int8 takes each activation's range over the "
-                "whole batch, so agreement depends on it: use the batch size the model serves with (1 for an "
-                "embedding service; on CPU larger batches are not faster to score)."
+                "The batch size the model is served at, or a list of them: the samples are shuffled (a fixed seed) "
+                "and batched together at each size, padded as the data is, and each agreement is the worst over the "
+                "sizes. Dynamic int8 takes each activation's range over the whole batch, so a sample's output "
+                "depends on its batch-mates: score at the batch sizes the model serves with."
             ),
         ),
     }
@@ -66,7 +67,7 @@ def agreement_params() -> dict[str, PassConfigParam]:
             type_=bool,
             default_value=True,
             description=(
-                "With batch_size 1 and mask_input: run each sample at its real length (trailing padding cut), as "
+                "At batch size 1 with mask_input: run each sample at its real length (trailing padding cut), as "
                 "a batch-1 service runs it; padded positions would otherwise widen dynamic int8 ranges."
             ),
         ),
@@ -152,7 +153,12 @@ def check_common(config: Any) -> None:
     check_data_config_value(config.data_config)
     check_op_types(config)
     param_in_range(config, "max_samples", minimum=1)
-    param_in_range(config, "batch_size", minimum=1)
+    sizes = config.batch_size if isinstance(config.batch_size, list) else [config.batch_size]
+    if not sizes or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in sizes):
+        raise PassParamError(
+            f"param 'batch_size' expects a whole number >= 1 or a non-empty list of them, got {config.batch_size!r}",
+            params="batch_size",
+        )
     param_in_range(config, "verify_top_k", minimum=0)
     check_pooling(config.pooling, config.mask_input)
     if isinstance(config.pooled_output_func, str):

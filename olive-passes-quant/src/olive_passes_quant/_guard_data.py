@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 from olive.exceptions import ModelLoadError, OliveError, PassConfigError
 from olive.hardware.accelerator import DEFAULT_CPU_ACCELERATOR
-from olive.measure import ModelRunError, OutputVectors, ReferenceOutputs, samples_at_real_length, settings_on_target
+from olive.measure import (
+    ModelRunError,
+    OutputVectors,
+    ReferenceOutputs,
+    create_session,
+    served_batches,
+    settings_on_target,
+    worst_over_batch_sizes,
+)
 from olive_passes_quant._agreement import target_measures
 
 if TYPE_CHECKING:
@@ -65,17 +73,31 @@ class EvalSet:
         variants are scored where the model will run.
     """
 
-    def __init__(self, reference: ReferenceOutputs, settings: dict[str, Any] | None = None):
-        self.reference = reference
+    def __init__(
+        self,
+        reference: ReferenceOutputs | Mapping[int, ReferenceOutputs],
+        settings: dict[str, Any] | None = None,
+    ):
+        # one reference per served batch size, each on the samples batched at that size
+        self.by_size: dict[int, ReferenceOutputs] = (
+            dict(reference) if isinstance(reference, Mapping) else {0: reference}
+        )
+        self.reference = next(iter(self.by_size.values()))
         self.settings = dict(settings or QUIET)
 
     @property
     def batches(self) -> list[dict[str, np.ndarray]]:
+        """The samples in the batches of the first batch size (static quantization calibrates on them)."""
         return self.reference.batches
 
     @property
     def num_samples(self) -> int:
         return self.reference.num_samples
+
+    @property
+    def batch_sizes(self) -> list[int]:
+        """The served batch sizes scored at (empty: the data's own batches)."""
+        return [size for size in self.by_size if size]
 
     @classmethod
     def load(
@@ -84,17 +106,18 @@ class EvalSet:
         model: ONNXModelHandler,
         vectors: OutputVectors,
         max_samples: int | None,
-        batch_size: int,
+        batch_size: int | list[int],
         owner: str,
         param: str = "data_config",
         trim_padding: bool = False,
         settings: dict[str, Any] | None = None,
     ) -> EvalSet:
-        """Read up to ``max_samples`` samples in batches of ``batch_size``, check them against ``model``'s inputs
-        and run ``model`` on them.
+        """Read up to ``max_samples`` samples, check them against ``model``'s inputs, serve them at each of
+        ``batch_size`` (one size or a list; :func:`olive.measure.served_batches`: shuffled with a fixed seed, batched
+        together, padded as the data is) and run ``model`` on them.
 
-        With ``trim_padding``, ``batch_size`` 1 and the vectors' ``mask_input``, each sample's trailing
-        padding is cut off, so it runs at its real length as a batch-1 service runs it.
+        With ``trim_padding`` and the vectors' ``mask_input``, each sample served at batch size 1 has its trailing
+        padding cut off, so it runs at its real length as a batch-1 service runs it.
         """
         from olive.data.calibration import CalibrationDataReader
 
@@ -111,15 +134,22 @@ class EvalSet:
         except OliveError as exc:
             # The message already names the data config; add which pass and param used it.
             raise type(exc)(f"{owner}: {exc}") from exc
-        batches = rebatch([b for b in batches if b and len(next(iter(b.values())))], batch_size)
-        if trim_padding and batch_size == 1 and vectors.mask_input:
-            batches = samples_at_real_length(batches, vectors.mask_input, io_config)
+        batches = [b for b in batches if b and len(next(iter(b.values())))]
         if not batches:
             raise PassConfigError(f"{owner}: {param} ({config.where}) yields no samples; it needs at least one")
+        sizes = sorted(set(batch_size if isinstance(batch_size, list) else [batch_size]))
+        mask = vectors.mask_input if trim_padding else None
         try:
-            reference = ReferenceOutputs.of_model(
-                model.model_path, batches, vectors, settings or QUIET, what=f"the input model '{model.model_path}'"
-            )
+            references = {
+                size: ReferenceOutputs.of_model(
+                    model.model_path,
+                    served_batches(batches, size, mask, io_config),
+                    vectors,
+                    settings or QUIET,
+                    what=f"the input model '{model.model_path}'",
+                )
+                for size in sizes
+            }
         except ModelRunError as exc:
             raise PassConfigError(
                 f"{param} ({config.where}) does not fit the model: {exc.reason}", owner=owner
@@ -129,32 +159,15 @@ class EvalSet:
         except OliveError as exc:
             # The outputs cannot be compared as configured (pooling, pooled_output_func).
             raise PassConfigError(exc.reason, owner=owner) from exc
-        return cls(reference, settings)
+        return cls(references, settings)
 
     def score(self, model: str | Path | bytes, what: str) -> dict[str, float]:
-        """Agreement of a model (file path or serialized bytes) with the float model, on the measures targets name."""
-        return target_measures(self.reference.score(model, self.settings, what))
-
-
-def rebatch(batches: list[dict[str, Any]], batch_size: int) -> list[dict[str, Any]]:
-    """Re-cut the data into batches of ``batch_size`` samples; samples of different shapes never share one."""
-    import numpy as np
-
-    rebatched: list[dict[str, Any]] = []
-    pending: list[dict[str, Any]] = []
-
-    def flush() -> None:
-        if pending:
-            rebatched.append({k: np.concatenate([p[k] for p in pending]) for k in pending[0]})
-            pending.clear()
-
-    for batch in batches:
-        for i in range(len(next(iter(batch.values())))):
-            sample = {k: v[i : i + 1] for k, v in batch.items()}
-            if pending and any(pending[0][k].shape[1:] != sample[k].shape[1:] for k in sample):
-                flush()
-            pending.append(sample)
-            if len(pending) == batch_size:
-                flush()
-    flush()
-    return rebatched
+        """Agreement of a model (file path or serialized bytes) with the float model, on the measures targets name:
+        the worst over the served batch sizes."""
+        if len(self.by_size) == 1:
+            return target_measures(self.reference.score(model, self.settings, what))
+        # One session for every batch size: a variant costs one load however many sizes it is scored at.
+        session = create_session(model, self.settings, what=what)
+        by_size = {size: reference.score(session, what=what) for size, reference in self.by_size.items()}
+        worst, _ = worst_over_batch_sizes(by_size)
+        return target_measures(worst)

@@ -28,9 +28,12 @@ settings) in the input model's attributes are reused instead of measured again.
 
 The target is checked on ``data_config`` itself (up to ``max_samples`` samples); judge the result on data
 the pass did not see, e.g. with an ``agreement`` metric and a goal in the workflow's evaluator. Dynamic
-int8 takes each activation's range over a whole batch, so score with the batch size the model serves
-with (``batch_size``, default 1); with ``mask_input`` set, padded samples run at their real length
-(``trim_padding``), as a batch-1 embedding service runs them.
+int8 takes each activation's range over a whole batch, so a sample's output depends on its batch-mates:
+score at the batch size(s) the model serves with (``batch_size``, default 1; a list scores at each and keeps
+the worst), the samples shuffled with a fixed seed and batched together as a server batches requests; with
+``mask_input`` set, samples served at batch size 1 run at their real length (``trim_padding``), as a batch-1
+embedding service runs them. Static int8 (``quant_mode: "static"``, calibrated activation ranges) gives each
+sample the same output whatever its batch-mates.
 """
 
 from __future__ import annotations
@@ -180,6 +183,8 @@ class OnnxAccuracyGuardedQuantization(Pass):
                 "ranking": search.ranking,
                 "steps": search.steps,
                 "num_samples": ctx.evalset.num_samples,
+                "quant_mode": str(config.quant_mode),
+                **({"batch_sizes": ctx.evalset.batch_sizes} if ctx.evalset.batch_sizes else {}),
                 "quantizations": ctx.variants.quantizations,
                 "variants_scored": ctx.variants.variants_scored,
                 "seconds": round(time.perf_counter() - start, 3),

@@ -16,6 +16,7 @@ from olive.passes.onnx.common import (
     weights_in,
 )
 from olive_passes_quant._checks import warn_unknown_nodes
+from olive_passes_quant._mixed_precision import override_for, overrides_of, weight_matmuls
 from olive_passes_quant._types import AccuracyLevel
 
 if TYPE_CHECKING:
@@ -126,24 +127,70 @@ class OnnxBlockWiseRtnQuantization(Pass):
             )
 
         accuracy_level = int(config.accuracy_level) if config.accuracy_level is not None else None
-        quantizer = MatMulNBitsQuantizer(
-            proto,
-            bits=config.bits,
-            block_size=config.block_size,
-            is_symmetric=config.is_symmetric,
-            accuracy_level=accuracy_level,
-            nodes_to_exclude=sorted(exclude),
-            algo_config=DefaultWeightOnlyQuantConfig(
-                block_size=config.block_size,
-                is_symmetric=config.is_symmetric,
-                accuracy_level=accuracy_level,
-                bits=config.bits,
-                op_types_to_quantize=("MatMul",),
-            ),
-        )
+        # SelectiveMixedPrecision's choice: the weights it promoted are quantized first, at their own settings.
+        rounds = _override_rounds(model, proto, chosen, config)
+        default_nodes = set(chosen) - {name for nodes in rounds.values() for name in nodes}
+        rounds[(config.bits, config.block_size, config.is_symmetric)] = sorted(default_nodes)
         with weights_in(weights_dir), onnxruntime_logs(logger):
-            quantizer.process()
-        return model_proto_to_olive_model(quantizer.model.model, output_model_path, config, weights_dir=weights_dir)
+            for (bits, block_size, symmetric), nodes in rounds.items():
+                if not nodes:
+                    continue
+                skip = sorted(set(node_names) - set(nodes))
+                quantizer = MatMulNBitsQuantizer(
+                    proto,
+                    bits=bits,
+                    block_size=block_size,
+                    is_symmetric=symmetric,
+                    accuracy_level=accuracy_level,
+                    nodes_to_exclude=skip,
+                    algo_config=DefaultWeightOnlyQuantConfig(
+                        block_size=block_size,
+                        is_symmetric=symmetric,
+                        accuracy_level=accuracy_level,
+                        bits=bits,
+                        op_types_to_quantize=("MatMul",),
+                    ),
+                )
+                quantizer.process()
+                proto = quantizer.model.model
+        return model_proto_to_olive_model(proto, output_model_path, config, weights_dir=weights_dir)
+
+
+def _override_rounds(
+    model: ONNXModelHandler, proto: onnx.ModelProto, chosen: dict[str, int], config: BasePassConfig
+) -> dict[tuple[int, int, bool], list[str]]:
+    """``(bits, block_size, symmetric) -> MatMul nodes`` for the weights ``mixed_precision_info`` promotes; a
+    promotion to 16 bits keeps the weight in float (those nodes are left out of every round)."""
+    overrides = overrides_of(model.model_attributes)
+    rounds: dict[tuple[int, int, bool], list[str]] = {}
+    if not overrides:
+        return rounds
+    matched = 0
+    for node, (module, _) in weight_matmuls(proto).items():
+        setting = override_for(module, overrides)
+        if setting is None or node not in chosen:
+            continue
+        matched += 1
+        bits = int(setting.get("bits", config.bits))
+        if bits >= 16:
+            chosen.pop(node)
+            continue
+        if bits not in (4, 8):
+            logger.warning(
+                "mixed_precision_info asks %d bits for %s; MatMulNBits takes 4 or 8, so %d is used",
+                bits,
+                module,
+                config.bits,
+            )
+            bits = config.bits
+        group = setting.get("group_size")
+        block = int(group) if isinstance(group, int) and group >= 16 and not group & (group - 1) else config.block_size
+        symmetric = setting.get("symmetric")
+        key = (bits, block, config.is_symmetric if symmetric is None else bool(symmetric))
+        if key != (config.bits, config.block_size, config.is_symmetric):
+            rounds.setdefault(key, []).append(node)
+    logger.info("mixed_precision_info: %d of %d promoted modules matched MatMuls", matched, len(overrides))
+    return rounds
 
 
 def _quantizable_matmuls(proto: onnx.ModelProto) -> dict[str, int]:

@@ -14,7 +14,8 @@ model's on ``data_config``:
   quantization does, weights per channel). It misses how errors grow through the graph, so the top
   ``verify_top_k`` nodes are then measured exactly (``exclude_one``) and ranked first.
 
-Every variant is scored on the same in-memory samples (in batches of ``batch_size``) against
+Every variant is scored on the same in-memory samples, served at ``batch_size`` (one size or a list: shuffled
+with a fixed seed and batched together, the worst over the sizes; :func:`olive.measure.served_batches`), against
 reference outputs computed once. In dynamic mode the quantizer runs once: each variant is derived from
 the fully quantized model by putting the chosen float nodes back (checked once against a real quantizer
 run), which saves the per-channel weight quantization that is most of a quantizer call; a variant then
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from olive.exceptions import OliveError, PassConfigError, PassParamError, closest_match_hint
+from olive.measure import rebatch
 from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import get_external_data_config
 from olive_passes_quant._agreement import AGREEMENT_METRICS
@@ -109,7 +111,6 @@ def measure_sensitivity(
 ) -> dict[str, Any]:
     """Measure every candidate and return the ranked table (JSON-serializable)."""
     from olive_passes_quant._agreement import rounded
-    from olive_passes_quant._guard_data import rebatch
     from olive_passes_quant._int8_variants import local_errors
 
     start = time.perf_counter()

@@ -21,7 +21,8 @@ __all__ = ["CheckedFolder", "recall", "remember"]
 
 logger = logging.getLogger(__name__)
 
-RECORD_VERSION = 1
+# 2: the checks read the checkpoint files' headers and the tokenizer against the config (checkpoint_files)
+RECORD_VERSION = 2
 #: ``OLIVE_HF_CHECKS_DIR`` moves the records (tests; a read-only home)
 DIR_VARIABLE = "OLIVE_HF_CHECKS_DIR"
 

@@ -9,6 +9,13 @@ Written in a workflow with Microsoft Olive's keys::
 - ``task``: ``feature-extraction``, ``text-classification``, ``fill-mask``, ``token-classification`` or
   ``text-generation`` (a decoder, exported without past key values); when left out, the task the
   checkpoint was saved for (``config.architectures``).
+- ``adapter_path``: a PEFT LoRA adapter folder (``adapter_config.json`` + ``adapter_model.safetensors``, what
+  ``PeftModel.save_pretrained`` writes) trained on this model; named after its folder.
+- ``adapters``: more adapters of the same base, ``{"NAME": "PATH", ...}`` (names are letters, digits, ``.``,
+  ``_``, ``-``). Every adapter is checked before anything runs (:mod:`.adapters`): a LoRA adapter whose modules
+  exist in this model with the shapes its rank and the model's config give, and whose base model (when it names
+  a local folder) has this model's config. ``ModelBuilder`` builds the first one into the decoder and
+  ``ExtractAdapters`` writes one adapter file per adapter.
 - ``load_kwargs``: ``torch_dtype`` (or ``dtype``), ``attn_implementation`` (default ``eager``: the plain
   MatMul/Softmax attention that onnxruntime's transformer optimizer fuses), ``trust_remote_code``,
   ``device_map`` (``cpu`` only) and ``extra_args`` (more ``from_pretrained`` keyword arguments).
@@ -28,7 +35,9 @@ from typing import TYPE_CHECKING, Any
 
 from olive.exceptions import PassConfigError, WorkflowConfigError, closest_match_hint
 from olive_passes_torch._logs import routed_logs
+from olive_passes_torch.adapters import adapter_files, check_adapters, parse_adapters
 from olive_passes_torch.checked_folders import CheckedFolder, recall, remember
+from olive_passes_torch.checkpoint_files import check_config_file, check_tokenizer_vocabulary, checkpoint_tensors
 from olive_passes_torch.hf_tasks import (
     BATCH,
     SEQUENCE,
@@ -60,12 +69,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-FIELDS = ("model_path", "task", "load_kwargs", "io_config", "model_attributes")
+FIELDS = ("model_path", "task", "adapter_path", "adapters", "load_kwargs", "io_config", "model_attributes")
 LOAD_KWARGS = ("torch_dtype", "dtype", "attn_implementation", "trust_remote_code", "device_map", "extra_args")
 # Olive's keys this version does not act on, with what to do instead.
 _UNSUPPORTED = {
-    "adapter_path": "LoRA/PEFT adapters are not loaded by this version; merge the adapter into the weights "
-    "(peft's merge_and_unload), save_pretrained the result and point model_path at it",
     "mlflow_transformer_model_cache_dir": "MLflow models are not loaded by this version; save the model with "
     "save_pretrained and point model_path at the folder",
     "generative": "not needed: the task says what is exported (text-generation for a decoder)",
@@ -120,11 +127,19 @@ class HfModelHandler(TorchModelHandler):
         load_kwargs: Mapping[str, Any] | None = None,
         io_config: Mapping[str, Any] | None = None,
         model_attributes: Mapping[str, Any] | None = None,
+        adapters: Mapping[str, str | Path] | None = None,
     ):
         super().__init__(model_path, model_attributes)
         self.task = task
         self.load_kwargs = dict(load_kwargs or {})
         self.io_config = dict(io_config) if io_config else None
+        #: Adapter name -> PEFT folder, in the order given (the first is the one built into the decoder).
+        self.adapters = {str(k): str(v) for k, v in (adapters or {}).items()}
+
+    @property
+    def adapter_path(self) -> str | None:
+        """The first adapter's folder (Olive's ``adapter_path``): the one a builder builds into the model."""
+        return next(iter(self.adapters.values()), None)
 
     # ------------------------------------------------------------------------------------------ the interface
 
@@ -154,7 +169,8 @@ class HfModelHandler(TorchModelHandler):
         attributes = fields.get("model_attributes")
         if attributes is not None and not isinstance(attributes, Mapping):
             raise WorkflowConfigError("expected an object", owner=f"{json_path}.model_attributes")
-        handler = cls(str(path), task, load_kwargs, io_config, attributes)
+        adapters = parse_adapters(fields.get("adapter_path"), fields.get("adapters"), json_path, base_dir)
+        handler = cls(str(path), task, load_kwargs, io_config, attributes, adapters)
         handler.json_path = json_path
         return handler
 
@@ -172,6 +188,8 @@ class HfModelHandler(TorchModelHandler):
             extra["load_kwargs"] = self.load_kwargs
         if self.io_config:
             extra["io_config"] = self.io_config
+        if self.adapters:
+            extra["adapters"] = self.adapters
         if self.model_attributes:
             extra["model_attributes"] = self.model_attributes
         return extra
@@ -179,7 +197,8 @@ class HfModelHandler(TorchModelHandler):
     def validate(self) -> None:
         """The folder holds a config transformers reads and PyTorch weights, the task is one the model can do,
         and the io_config's inputs are parameters of its forward. Reads no weights. A folder checked before with
-        the same content, settings and library versions is not checked again (:mod:`.checked_folders`)."""
+        the same content, settings and library versions is not checked again (:mod:`.checked_folders`). Each
+        adapter is checked against the model (:func:`.adapters.check_adapters`)."""
         if self._recorded is not None:
             return
         path = Path(self.model_path)
@@ -191,7 +210,17 @@ class HfModelHandler(TorchModelHandler):
                 f"{found}); save the model with save_pretrained",
                 owner=f"{self.json_path}.model_path",
             )
+        owner = f"{self.json_path}.model_path"
+        # The checkpoint's files from their headers: a truncated or mismatched file is said here, not by the
+        # library that would load it minutes later.
+        tensors = checkpoint_tensors(path, owner)
+        check_tokenizer_vocabulary(path, getattr(config, "vocab_size", None), owner)
         task = self.resolved_task
+        if tensors is not None and not self.load_kwargs.get("trust_remote_code"):
+            self._check_shapes(task, tensors, owner)
+        if self.adapters:
+            shapes = {name: list(shape) for name, (_, shape) in tensors.items()} if tensors is not None else None
+            check_adapters(self.adapters, path, config, f"{self.json_path}.adapters", shapes)
         if self.io_config and self.io_config.get("input_names"):
             named, _ = forward_parameters(_ClassForward(model_class(task, config)))
             try:
@@ -260,6 +289,29 @@ class HfModelHandler(TorchModelHandler):
         missing = [name for name, _ in module.named_parameters() if name.removeprefix(prefix) not in have]
         return missing_weights(task, missing)
 
+    def _check_shapes(self, task: str, tensors: Mapping[str, tuple[str, tuple[int, ...]]], owner: str) -> None:
+        """Each saved tensor has the shape the config gives its parameter (built on PyTorch's meta device, no weight
+        read): a config and weights of two different models are refused, naming the tensor and both shapes."""
+        import torch
+
+        try:
+            with torch.device("meta"), routed_logs(logger, logging.DEBUG):
+                module = model_class(task, self.hf_config)(self.hf_config)
+        except Exception as exc:
+            logger.debug("could not build %s's %s model on the meta device: %s", self.model_path, task, exc)
+            return
+        prefix = f"{module.base_model_prefix}." if getattr(module, "base_model_prefix", "") else ""
+        saved = {name.removeprefix(prefix): shape for name, (_, shape) in tensors.items()}
+        for name, parameter in module.named_parameters():
+            shape = saved.get(name.removeprefix(prefix))
+            if shape is not None and tuple(shape) != tuple(parameter.shape):
+                raise WorkflowConfigError(
+                    f"the checkpoint in '{self.model_path}' holds '{name}' of shape {list(shape)}, and its config.json "
+                    f"makes it {list(parameter.shape)}: the config and the weights are of different models; put the "
+                    "config.json saved with these weights beside them",
+                    owner=owner,
+                )
+
     def _missing_reason(self, task: str, missing: list[str]) -> str:
         saved_as = task_from_architectures(self.hf_config)
         shown = ", ".join(missing[:4]) + (" ..." if len(missing) > 4 else "")
@@ -271,9 +323,20 @@ class HfModelHandler(TorchModelHandler):
 
     def content_hash(self) -> str:
         path = Path(self.model_path)
-        settings = {"task": self.task, "load_kwargs": self.load_kwargs, "io_config": self.io_config}
+        # The adapters' names are settings too: an adapter folder with no files must not hash like no adapter (a
+        # check recorded for the base alone would then pass it unchecked).
+        settings = {
+            "task": self.task,
+            "load_kwargs": self.load_kwargs,
+            "io_config": self.io_config,
+            "adapters": sorted(self.adapters),
+        }
         versions = library_versions("torch", "transformers", "tokenizers")
-        return content_digest(self.model_type, labelled(model_files(path), path), settings, versions)
+        files = labelled(model_files(path), path)
+        for name, folder in self.adapters.items():
+            # An adapter changes what the model computes as much as its weights do.
+            files += labelled(adapter_files(Path(folder)), Path(folder), prefix=f"adapter:{name}/")
+        return content_digest(self.model_type, files, settings, versions)
 
     @property
     def size_on_disk(self) -> int:
@@ -293,6 +356,7 @@ class HfModelHandler(TorchModelHandler):
                 "model.save_pretrained(folder) (and its tokenizer with tokenizer.save_pretrained(folder))",
                 owner=owner,
             )
+        check_config_file(path / "config.json", owner)
         import transformers
 
         try:
@@ -303,7 +367,8 @@ class HfModelHandler(TorchModelHandler):
         except Exception as exc:
             raise WorkflowConfigError(
                 f"transformers cannot read '{path / 'config.json'}' "
-                f"({type(exc).__name__}: {' '.join(str(exc).split())})",
+                f"({type(exc).__name__}: {' '.join(str(exc).split())}); put the config.json saved with the model "
+                "beside its weights (model.config.save_pretrained(folder))",
                 owner=owner,
             ) from exc
 
@@ -318,10 +383,14 @@ class HfModelHandler(TorchModelHandler):
         task = self.task or task_from_architectures(config)
         owner = f"{self.json_path}.task"
         if task is None:
+            named = [a for a in getattr(config, "architectures", None) or [] if isinstance(a, str)]
+            said = (
+                f"config.json's architectures ({', '.join(named)}) name no task done here"
+                if named
+                else "config.json names no architecture to infer it from"
+            )
             raise WorkflowConfigError(
-                f"missing, and config.json names no architecture to infer it from; set it to one of "
-                f"{', '.join(can_do) or ', '.join(TASKS)}",
-                owner=owner,
+                f"missing, and {said}; set it to one of {', '.join(can_do) or ', '.join(TASKS)}", owner=owner
             )
         if task not in can_do:
             raise WorkflowConfigError(
@@ -385,6 +454,13 @@ class HfModelHandler(TorchModelHandler):
         import torch
         import transformers
 
+        if self.adapters:
+            raise PassConfigError(
+                f"the model has adapters ({', '.join(self.adapters)}), which are built by ModelBuilder and written as "
+                "adapter files by ExtractAdapters; this pass loads the PyTorch model itself and would leave them out. "
+                "Use ModelBuilder, or merge the adapter (peft's merge_and_unload) and give the merged folder",
+                owner=f"{self.json_path}.adapters",
+            )
         task = self.resolved_task
         auto = getattr(transformers, TASKS[task].auto_class)
         kwargs: dict[str, Any] = dict(self.load_kwargs.get("extra_args") or {})

@@ -25,7 +25,13 @@ from olive.hardware.constants import DEVICES
 from olive.optimize.data import data_source
 from olive.optimize.facts import read_model_facts
 from olive.optimize.keep import parse_keep
-from olive.optimize.options import DEFAULT_MAX_SAMPLES, OptimizeOptions, parse_dims, parse_latency_budget
+from olive.optimize.options import (
+    DEFAULT_MAX_SAMPLES,
+    OptimizeOptions,
+    parse_batch_sizes,
+    parse_dims,
+    parse_latency_budget,
+)
 from olive.optimize.recipe import Recipe, build_workflow
 
 if TYPE_CHECKING:
@@ -142,10 +148,12 @@ def _options(function: Any) -> Any:
             "--batch_size",
             "--batch-size",
             "batch_size",
-            type=int,
-            default=1,
+            default="auto",
             show_default=True,
-            help="Samples per run when measuring (1: as a service at batch 1 runs them, each at its real length).",
+            help="The batch size the model is served at, or a list (1,8,32): held-out samples are batched together "
+            "at each (shuffled, seed 0, padded as the data is; at 1 each at its real length) and every figure and "
+            "keep is the worst over them. auto: 1,32 for a model with an attention mask (one request at a time, "
+            "and sentence-transformers' encode batch), 1 otherwise.",
         ),
         click.option(
             "--max-length",
@@ -278,7 +286,7 @@ def _optimize_options(quantize_only: bool, output_default: str, params: dict[str
         validation_data=params["validation_data"],
         tokenizer=params["tokenizer"],
         max_samples=params["max_samples"],
-        batch_size=params["batch_size"],
+        batch_sizes=parse_batch_sizes(params["batch_size"]),
         max_length=params["max_length"],
         dim_values=parse_dims(params["dim_param"], params["dim_value"]),
         fusion=params["fusion"],
@@ -375,7 +383,8 @@ def _model_argument(argument: str | None, option: str | None) -> str:
 
 def _prepare(prepare: Any, recipe: Recipe) -> Any:
     try:
-        return prepare(recipe.document)
+        # The one data file is split, or the command stops saying how to give more (as --data's own check).
+        return prepare(recipe.document, split_required=True)
     except WorkflowConfigError as exc:
         # A provider the workflow names came from --provider: say so instead of the workflow's JSON path.
         if (exc.owner or "").startswith("systems."):

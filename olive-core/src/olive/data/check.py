@@ -96,15 +96,37 @@ def check_npz_config(config: DataConfig, io_config: dict[str, Any], exact: bool 
         check_feed_specs(batch, io_config, f"data config '{config.name}' ('{path}')", "the input model", cast=not exact)
     except OliveError as exc:
         raise WorkflowConfigError(exc.reason, owner=where) from None
-    if config.role is not None:
+    if config.role is not None and config.split_required:
         # After the arrays fit the model: a file that does not is the problem to fix first.
-        _check_split_count(config, next(iter(lengths.values())), params.get("max_samples"))
+        _check_split_count(config, _samples(next(iter(lengths.values())), params.get("max_samples")))
 
 
-def _check_split_count(config: DataConfig, rows: int, max_samples: Any) -> None:
+def known_sample_count(config: DataConfig) -> int | None:
+    """How many samples ``config`` yields, where its file's headers tell (an ``.npz`` read by the built-in
+    loader); None where only loading it would (or the file cannot be read: the data check says why)."""
+    if config.type != NPZ_CONTAINER or config.load_dataset_config.type:
+        return None
+    params = config.load_dataset_config.params
+    path = params.get("data_path") or params.get("data_dir")
+    if not isinstance(path, str):
+        return None
+    try:
+        headers = read_npz_headers(path)
+    except OliveError:
+        return None
+    rows = {shape[0] if shape else None for key, (shape, _) in headers.items() if key not in LABEL_KEYS}
+    if len(rows) != 1 or None in rows:
+        return None
+    return _samples(rows.pop(), params.get("max_samples"))
+
+
+def _samples(rows: int, max_samples: Any) -> int:
+    return min(rows, max_samples) if isinstance(max_samples, int) and max_samples > 0 else rows
+
+
+def _check_split_count(config: DataConfig, count: int) -> None:
     """A data config split into a fitting and a judging part holds enough samples for both (the rule of
     :func:`olive.data.split.split_indices`, read from the headers)."""
-    count = min(rows, max_samples) if isinstance(max_samples, int) and max_samples > 0 else rows
     if count >= 2 * MIN_SAMPLES_PER_ROLE:
         return
     raise WorkflowConfigError(shared_data_too_small(too_few_samples(count)), owner=config.json_path or config.name)

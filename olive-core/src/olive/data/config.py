@@ -75,15 +75,6 @@ COMMON_DEFAULTS = {
     "dataloader": "default_dataloader",
 }
 
-# Olive's other templates need Hugging Face or torch; say what to use instead of a bare "unknown type".
-_UNSUPPORTED_CONTAINERS = {
-    "HuggingfaceContainer",
-    "RawDataContainer",
-    "TransformersDummyDataContainer",
-    "TransformersPromptDummyDataContainer",
-    "TransformersTokenDummyDataContainer",
-}
-
 # Params holding paths, resolved like every path in a workflow (olive.paths.resolve_user_path).
 _PATH_PARAMS = ("data_path", "data_dir")
 _NPZ_LOAD_KEYS = ("data_path", "data_dir", "max_samples")
@@ -139,6 +130,9 @@ class DataConfig:
         (:mod:`olive.data.split`); ``False`` lets both see every sample.
     :param role: the part of the samples this config yields (``"fit"`` or ``"judge"``; ``None``: all of
         them); set by the workflow, never written in one.
+    :param split_required: whether samples too few to split are an error (``olive optimize``) rather than read
+        whole by both roles, with one warning that the figures measure the fit (``olive run``, as in Microsoft
+        Olive); set by the workflow, never written in one.
     """
 
     name: str
@@ -151,6 +145,7 @@ class DataConfig:
     dataloader_config: DataComponentConfig = attrs.field(factory=DataComponentConfig, converter=_component)
     split: bool = True
     role: str | None = attrs.field(default=None, kw_only=True, validator=attrs.validators.in_((None, *ROLES)))
+    split_required: bool = attrs.field(default=True, kw_only=True)
     json_path: str | None = attrs.field(default=None, kw_only=True, repr=False)
     _dataset: Any = attrs.field(default=None, init=False, repr=False)
 
@@ -176,7 +171,7 @@ class DataConfig:
         name = data.get("name")
         if not isinstance(name, str) or not name:
             raise config_error(f"{json_path}.name", "every data config needs a name (a non-empty string)")
-        kind = data.get("type", "DataContainer")
+        kind = _container_name(data.get("type", "DataContainer"))
         container = _container_for(kind, json_path)
         user_script, script_dir = _scripts(data, json_path, base_dir)
         components = {}
@@ -377,7 +372,10 @@ class DataConfig:
         try:
             fit, judge = split_indices(sample_lengths(dataset))
         except TooFewSamplesError as exc:
-            raise OliveError(shared_data_too_small(str(exc)), owner=self.where) from None
+            if self.split_required:
+                raise OliveError(shared_data_too_small(str(exc)), owner=self.where) from None
+            _warn_unsplit(self, str(exc))
+            fit = judge = list(range(len(dataset)))
         indices = fit if self.role == FIT else judge
         logger.debug("%s: %d of %d samples to %s", self.where, len(indices), len(fit) + len(judge), self.role)
         return SampleSubset(dataset, indices)
@@ -499,12 +497,46 @@ def as_data_config(data: Any, where: str = "data_config") -> DataConfig:
     )
 
 
+# The data configs (by content) already warned about in this process: the fitting and the judging part of one
+# config each find it too small, and the workflow hears it once.
+_WARNED_UNSPLIT: set[str] = set()
+
+
+def _warn_unsplit(config: DataConfig, why: str) -> None:
+    key = attrs.evolve(config, role=None).content_hash()
+    if key in _WARNED_UNSPLIT:
+        return
+    _WARNED_UNSPLIT.add(key)
+    logger.warning(
+        "%s: passes fit on it and metrics judge on it, and it holds %s; both use every sample, so its quality "
+        "figures measure the fit, not how the model does on samples it was not fit on (give more samples, give the "
+        'metrics a data config of their own, or set "split": false to say so)',
+        config.where,
+        why,
+    )
+
+
 def _accepts(func: Callable[..., Any], name: str) -> bool:
     try:
         params = inspect.signature(func).parameters
     except (TypeError, ValueError):
         return False
     return name in params
+
+
+def _container_name(kind: Any) -> Any:
+    """How a container type is spelled here, for a name written in another case (Microsoft Olive's registry
+    ignores case: ``npzdatacontainer`` is ``NpzDataContainer``)."""
+    if not isinstance(kind, str):
+        return kind
+    builtin = next((name for name in CONTAINER_DEFAULTS if name.lower() == kind.lower()), None)
+    if builtin is not None:
+        return builtin
+    try:
+        entry = container_registry().find(kind)
+    except OliveError:
+        return kind  # two distributions offer it: _container_for says so
+    return entry.name if entry is not None else kind
 
 
 def _container_for(kind: Any, json_path: str) -> Any:
@@ -515,16 +547,11 @@ def _container_for(kind: Any, json_path: str) -> Any:
             container = find_container(str(kind))
         except PluginLoadError as exc:
             raise WorkflowConfigError(exc.reason, owner=f"{json_path}.type") from exc
+        # One of this project's containers not installed, or a Microsoft Olive container none here provides.
         reason = unknown_container_reason(str(kind)) if container is None else None
         if reason is not None:
             raise WorkflowConfigError(reason, owner=f"{json_path}.type")
     if container is None:
-        if kind in _UNSUPPORTED_CONTAINERS:
-            raise config_error(
-                f"{json_path}.type",
-                f"'{kind}' is not available in this version of Olive; save the data as an NpzDataContainer (.npz "
-                "keyed by input name) or load it with a DataContainer and a user_script",
-            )
         choice(kind, [*CONTAINER_DEFAULTS, *container_registry().names()], f"{json_path}.type", "data container")
     return container
 

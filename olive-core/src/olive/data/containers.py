@@ -112,8 +112,12 @@ def find_container(name: str) -> type[DataContainerType] | None:
 
 def unknown_container_reason(name: str) -> str | None:
     """For a container type a distribution of this project provides but that is not installed: which one
-    and how to install it; None otherwise."""
-    return container_registry().unknown_reason(name) if name in REPOSITORY_DATA_CONTAINERS else None
+    and how to install it; for one of Microsoft Olive's that none here provides: so, with the closest one
+    here; None otherwise (case does not matter)."""
+    hint = missing_data_container_hint(name)
+    if hint is None:
+        return None
+    return f"{hint}. Available now: {', '.join([*_BUILTIN, *container_registry().names()])}"
 
 
 def bind_input_model(config: DataConfig, model_path: str | None) -> DataConfig:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from olive.cache.store import CacheStore, can_lock, hash_file
 from olive.engine.keys import eval_key
+from olive.engine.memory import release_freed_memory
 from olive.engine.results import EvaluationResult
 from olive.evaluator.evaluator import OliveEvaluator
 from olive.evaluator.goals import objectives_of
@@ -129,8 +130,15 @@ class ModelEvaluator:
             where = dict(stored.get("where") or {})
             placement = dict(stored.get("placement") or {})
             samples = _sample_counts(stored.get("samples"))
+            batch_sizes = _served(stored.get("batch_sizes"))
             return EvaluationResult(
-                stored["result"], True, where, time.perf_counter() - start, placement=placement, samples=samples
+                stored["result"],
+                True,
+                where,
+                time.perf_counter() - start,
+                placement=placement,
+                samples=samples,
+                batch_sizes=batch_sizes,
             )
         where: dict[str, Any] = {}
         try:
@@ -143,15 +151,25 @@ class ModelEvaluator:
                 )
         except OliveError as exc:
             return EvaluationResult(None, duration=time.perf_counter() - start, error=str(exc), exception=exc)
+        finally:
+            release_freed_memory()
         metrics = result.to_json()
         placement = _placement(result.metadata)
         samples = _sample_counts(
             {name: info.get("num_samples") for name, info in result.metadata.items() if isinstance(info, dict)}
         )
+        batch_sizes = _served(result.metadata)
         if self.cache is not None:
-            self.cache.put_eval(key, {"result": metrics, "where": where, "placement": placement, "samples": samples})
+            entry = {"result": metrics, "where": where, "placement": placement, "samples": samples}
+            self.cache.put_eval(key, {**entry, "batch_sizes": batch_sizes})
         return EvaluationResult(
-            metrics, False, where, time.perf_counter() - start, placement=placement, samples=samples
+            metrics,
+            False,
+            where,
+            time.perf_counter() - start,
+            placement=placement,
+            samples=samples,
+            batch_sizes=batch_sizes,
         )
 
     def release(self) -> None:
@@ -201,6 +219,29 @@ def _sample_counts(value: Any) -> dict[str, int]:
         for name, count in value.items()
         if isinstance(count, int) and not isinstance(count, bool) and count >= 0
     }
+
+
+def _served(value: Any) -> dict[str, dict[str, Any]]:
+    """``{metric name: {"served", "worst_at", "by_batch_size"}}`` of the metrics measured at served batch sizes,
+    from an evaluation's metadata or a cache entry (read from disk: untrusted; anything malformed is left out)."""
+    if not isinstance(value, dict):
+        return {}
+    served: dict[str, dict[str, Any]] = {}
+    for name, info in value.items():
+        if not isinstance(info, dict):
+            continue
+        sizes = info.get("served_batch_sizes", info.get("served"))
+        if not isinstance(sizes, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in sizes):
+            continue
+        worst = info.get("worst_at_batch_size", info.get("worst_at"))
+        by_size = info.get("by_batch_size")
+        served[str(name)] = {
+            "served": list(sizes),
+            "worst_at": dict(worst) if isinstance(worst, dict) else {},
+            "by_batch_size": dict(by_size) if isinstance(by_size, dict) else {},
+            **({"largest_batch": dict(info["largest_batch"])} if isinstance(info.get("largest_batch"), dict) else {}),
+        }
+    return served
 
 
 def _placement(metadata: dict[str, Any]) -> dict[str, Any]:

@@ -55,6 +55,8 @@ class FootprintNode:
     target_of: str | None = None
     #: metric name -> the number of samples it was measured on (the judging part when a data config is split)
     samples: dict[str, int] = attrs.Factory(dict)
+    #: metric name -> the batch sizes it was served at, the size each figure was the worst at, each size's figures
+    batch_sizes: dict[str, dict[str, Any]] = attrs.Factory(dict)
 
     def to_json(self) -> dict[str, Any]:
         return attrs.asdict(self)

@@ -205,10 +205,16 @@ def write_outputs(output: WorkflowOutput, workflow: WorkflowConfig) -> Path:
         if best.samples:
             # How many samples each figure stands on (the judging part when a data config was split).
             metrics["samples"] = best.samples
+        if best.batch_sizes:
+            # The batch sizes each agreement figure was served at, the one it was the worst at, and each size's own.
+            metrics["batch_sizes"] = best.batch_sizes
         guard = ((best.model_json or {}).get("config") or {}).get("model_attributes", {}).get("accuracy_guard")
         if isinstance(guard, dict) and isinstance(guard.get("achieved"), dict):
             # The guard's own check, on the samples it fit on: beside "best", the gap shows how much it flatters.
             metrics["fit"] = {"accuracy_guard": guard["achieved"], "num_samples": guard.get("num_samples")}
+            if isinstance(guard.get("batch_sizes"), list):
+                # the batch sizes the guard scored its variants at (the worst over them)
+                metrics["fit"]["batch_sizes"] = guard["batch_sizes"]
         input_node = output.footprint[0] if output.footprint else None
         if input_node is not None and input_node.metrics is not None:
             metrics["input_model"] = input_node.metrics

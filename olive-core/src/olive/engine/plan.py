@@ -6,6 +6,7 @@ problems are reported together, each naming the pass's key in the workflow.
 
 from __future__ import annotations
 
+import logging
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,7 @@ from olive.exceptions import (
     PassConfigError,
     UnknownPassError,
     WorkflowConfigError,
+    closest_match_hint,
 )
 from olive.passes.pass_config import ParamCategory
 from olive.plugins.identity import PassIdentity, acting_as
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
     from olive.config import PassSpec, WorkflowConfig
     from olive.hardware.accelerator import AcceleratorSpec
     from olive.passes.olive_pass import BasePassConfig, Pass
+
+logger = logging.getLogger(__name__)
 
 _SPECIAL_STRINGS = ("DEFAULT_VALUE", "SEARCHABLE_VALUES", "OLIVE_IGNORED_PARAM_VALUE", "OLIVE_INVALID_PARAM_VALUE")
 
@@ -160,6 +164,30 @@ def _preprocess(
     return params
 
 
+def _without_unknown_params(
+    spec: PassSpec, pass_class: type[Pass], identity: PassIdentity, accelerator: AcceleratorSpec, params: dict
+) -> dict[str, Any]:
+    """A workflow's params for a pass less those the pass does not declare, each named in one warning with the
+    closest param: Microsoft Olive's workflows ignore them (its pass configs drop unknown keys), so a workflow
+    written for it runs here. Params an older version of the pass took (``_upgrade_config``) are kept."""
+    declared = pass_class.default_config(accelerator)
+    try:
+        upgraded = pass_class._upgrade_config(dict(params))
+    except PassConfigError:
+        return params  # resolving the config reports it
+    unknown = [key for key in upgraded if key not in declared and key in params]
+    for key in unknown:
+        logger.warning(
+            "%s: %s has no param '%s'%s; ignored, as Microsoft Olive ignores it (`olive passes %s` lists its params)",
+            json_path(spec.params_path, key),
+            identity.name,
+            key,
+            closest_match_hint(key, declared),
+            identity.name,
+        )
+    return {key: value for key, value in params.items() if key not in unknown}
+
+
 def resolve_plan(workflow: WorkflowConfig, accelerator: AcceleratorSpec) -> list[PassPlan]:
     """Load every pass class and check every config; raise one error listing all problems."""
     plans: list[PassPlan] = []
@@ -173,6 +201,7 @@ def resolve_plan(workflow: WorkflowConfig, accelerator: AcceleratorSpec) -> list
                 user_script = spec.user_script or workflow.user_script
                 with acting_as(pass_class, identity):
                     config = _preprocess(spec, pass_class, accelerator, workflow.base_dir, user_script)
+                    config = _without_unknown_params(spec, pass_class, identity, accelerator, config)
                     disable = spec.disable_search or not workflow.search_enabled
                     _, _, search = pass_class.get_config_params(accelerator, config, disable, key)
                 space = SearchSpace(search, name=f"pass '{key}'")

@@ -200,6 +200,7 @@ class TrialRecorder:
         node.timings.update(evaluation.where)
         node.metrics = evaluation.metrics
         node.samples = dict(evaluation.samples)
+        node.batch_sizes = dict(evaluation.batch_sizes)
         if evaluation.placement and node.target is not None:
             node.target.update(evaluation.placement)
             if evaluation.placement.get("nodes_not_taken_count"):

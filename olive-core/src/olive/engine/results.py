@@ -83,6 +83,9 @@ class EvaluationResult(_CarriesException):
     :param placement: for a session on a plugin execution provider, the nodes each provider took
         (``nodes_by_provider``) and those the target's provider left to another (``nodes_not_taken``).
     :param samples: metric name -> the number of samples it was measured on (metrics that read data).
+    :param batch_sizes: metric name -> the batch sizes it was served at (``served_batch_sizes``), the size each of
+        its figures was the worst at (``worst_at``) and each size's figures (``by_batch_size``); metrics measured
+        at served batch sizes only.
     """
 
     metrics: dict[str, Any] | None
@@ -93,6 +96,7 @@ class EvaluationResult(_CarriesException):
     exception: BaseException | None = attrs.field(default=None, eq=False)
     placement: dict[str, Any] = attrs.Factory(dict)
     samples: dict[str, int] = attrs.Factory(dict)
+    batch_sizes: dict[str, dict[str, Any]] = attrs.Factory(dict)
 
 
 @attrs.frozen

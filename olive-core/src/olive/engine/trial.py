@@ -29,6 +29,7 @@ from olive.cache.space import DiskFullError, disk_full_reason
 from olive.cache.store import CacheStore, entry_files, hash_model
 from olive.engine.evaluation import ModelEvaluator
 from olive.engine.keys import ScriptHashes, key_config, run_key
+from olive.engine.memory import release_freed_memory
 from olive.engine.results import RemoteDown, Status, StepResult, StepStarted, TrialEvent
 from olive.exceptions import PassConfigError, PassRunError
 from olive.execution_providers.targets import DEFAULT_TARGET, model_on_target, target_index
@@ -285,7 +286,11 @@ class TrialWorker:
         with cache.new_run(key) as tmp, alternative.acting():
             start = time.perf_counter()
             instance = alternative.pass_class(accelerator, config, self.context.host_device)
-            output_model = instance.run(model, str(tmp / "output"))
+            try:
+                output_model = instance.run(model, str(tmp / "output"))
+            finally:
+                del instance
+                release_freed_memory()
             duration = time.perf_counter() - start
             model_json = output_model.to_json()
             # The entry may move (renamed into place, a copied cache): its own files are recorded relative to it.

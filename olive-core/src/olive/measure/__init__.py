@@ -26,6 +26,9 @@ Modules, one concept each:
   which any number of models are scored.
 - :mod:`olive.measure.padding`: running a padded sample at its real length (:func:`trim_right_padding`,
   :func:`samples_at_real_length`).
+- :mod:`olive.measure.batching`: batches as a server makes them (:func:`served_batches`: samples shuffled with a
+  fixed seed, cut at the served batch size, padded as the data is) and the worst score over the batch sizes a
+  model is served at (:func:`worst_over_batch_sizes`).
 - :mod:`olive.measure.synthetic`: seeded inputs from a model's input specs, with one stated rule for free
   dimensions (batch 1, others 16, or the sizes named in ``dim_values``).
 - :mod:`olive.measure.sessions`: :func:`create_session`, the one place onnxruntime sessions are made from
@@ -44,6 +47,7 @@ it runs.
 from __future__ import annotations
 
 from olive.measure.agreement import AGREEMENT_SCORES, agreement_scores, cosine_similarities
+from olive.measure.batching import SERVE_SEED, rebatch, served_batches, worst_over_batch_sizes
 from olive.measure.outputs import OutputVectors
 from olive.measure.padding import check_one_sample, samples_at_real_length, trim_right_padding
 from olive.measure.pooling import POOLINGS, first_token, mean_pool, pool
@@ -73,6 +77,7 @@ __all__ = [
     "FREE_DIM_SIZE",
     "LATENCY_SETTLE_S",
     "POOLINGS",
+    "SERVE_SEED",
     "ModelRunError",
     "OutputVectors",
     "ReferenceOutputs",
@@ -90,7 +95,9 @@ __all__ = [
     "paired_round_size",
     "pool",
     "ratios_to_reference",
+    "rebatch",
     "samples_at_real_length",
+    "served_batches",
     "session_of",
     "session_runner",
     "session_setup",
@@ -98,4 +105,5 @@ __all__ = [
     "synthetic_inputs",
     "timed_runs",
     "trim_right_padding",
+    "worst_over_batch_sizes",
 ]

@@ -17,6 +17,7 @@ from olive.paths import UnsafeName, check_plain_name
 
 if TYPE_CHECKING:
     import onnx
+    import onnx_ir
     import onnxruntime
 
 
@@ -202,6 +203,21 @@ class ONNXModelHandler(OliveModelHandler):
             raise ModelLoadError(
                 f"'{path}' is not a valid ONNX model ({type(exc).__name__}: {exc}); check the file"
             ) from exc
+
+    def load_ir_model(self) -> onnx_ir.Model:
+        """Load the model as an ONNX IR model (``onnx_ir``, which onnxscript's ``ir`` is), external data included
+        as it is read: Microsoft Olive's method of this name. Needs onnx-ir installed."""
+        try:
+            import onnx_ir
+        except ImportError:
+            raise ModelLoadError(
+                "loading an ONNX IR model needs onnx-ir, which is not installed; install it with: pip install onnx-ir"
+            ) from None
+        path = self.model_path
+        try:
+            return onnx_ir.load(path)
+        except Exception as exc:  # onnx_ir raises DecodeError, OSError or others for a file that is not ONNX
+            raise ModelLoadError(f"'{path}' could not be read as an ONNX model ({type(exc).__name__}: {exc})") from exc
 
     def _missing_external_data(self) -> list[str]:
         try:

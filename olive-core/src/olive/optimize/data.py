@@ -129,7 +129,14 @@ def _text_records(path: Path, option: str) -> tuple[int | None, str]:
     suffix = path.suffix.lower()
     try:
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+    except UnicodeDecodeError as exc:
+        # Found here, before anything is built: the run would otherwise stop at the first metric that reads it.
+        raise WorkflowConfigError(
+            f"'{path.name}' is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start} does not "
+            "decode); save it as UTF-8 (e.g. iconv -f latin1 -t utf-8 FILE > FILE.utf8)",
+            owner=option,
+        ) from None
+    except OSError:
         return None, "text"
     if suffix == ".txt":
         return sum(1 for line in text.splitlines() if line.strip()), "text"

@@ -25,6 +25,7 @@ __all__ = [
     "PRECISIONS",
     "OptimizeOptions",
     "check_choice",
+    "parse_batch_sizes",
     "parse_dims",
     "parse_latency_budget",
 ]
@@ -127,6 +128,24 @@ def parse_latency_budget(text: str | None) -> float | None:
     return value
 
 
+def parse_batch_sizes(text: str | None) -> tuple[int, ...]:
+    """``"32"`` -> (32,); ``"1,8,32"`` -> (1, 8, 32); ``"auto"`` (or nothing) -> () (the model's default,
+    :func:`olive.optimize.recipe.served_batch_sizes`)."""
+    if text is None or text.strip().lower() in ("", "auto"):
+        return ()
+    sizes = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part.isdigit() or int(part) < 1:
+            raise WorkflowConfigError(
+                f"'{text}': '{part}' is not a whole number >= 1; give the batch size the model is served at (e.g. 32), "
+                "a comma-separated list of them (e.g. 1,8,32), or auto",
+                owner="--batch-size",
+            )
+        sizes.append(int(part))
+    return tuple(sorted(set(sizes)))
+
+
 def parse_dims(params: str | None, values: str | None) -> dict[str, int]:
     """Microsoft Olive's ``--dim_param batch_size,sequence_length --dim_value 1,128`` -> ``{name: size}``."""
     if params is None and values is None:
@@ -171,13 +190,22 @@ def _at_least_one(option: str) -> Callable[[Any, attrs.Attribute, int | None], N
     return validate
 
 
+def _each_at_least_one(option: str) -> Callable[[Any, attrs.Attribute, tuple[int, ...]], None]:
+    def validate(instance: Any, attribute: attrs.Attribute, value: tuple[int, ...]) -> None:
+        for size in value:
+            _at_least_one(option)(instance, attribute, size)
+
+    return validate
+
+
 def _positive_seconds(instance: Any, attribute: attrs.Attribute, value: float | None) -> None:
     if value is not None and not value > 0:
         raise WorkflowConfigError(f"{value:g} s; give a positive number of seconds", owner="--max-time")
 
 
 def _check_block_size(block_size: int, precision: str) -> None:
-    if precision != "int4":
+    # auto means int4 for a decoder and int8 for other models: the recipe, which knows the model, checks that case.
+    if precision not in ("int4", "auto"):
         raise WorkflowConfigError(
             f"a block size is for --precision int4 (block-wise 4-bit weights); --precision is {precision}",
             owner="--block_size",
@@ -213,6 +241,9 @@ class OptimizeOptions:
         ``data``).
     :param fusion: transformer fusion: None decides from the model, False never, True always.
     :param quantize_only: ``olive quantize``: no graph rewrites.
+    :param batch_sizes: the batch sizes the model is served at: held-out samples are batched together at each (shuffled
+        with a fixed seed) and every figure and keep is the worst over them; empty: 1 and 32 for a model with an
+        attention mask, 1 otherwise (:func:`olive.optimize.recipe.served_batch_sizes`).
     """
 
     output_dir: Path
@@ -232,7 +263,8 @@ class OptimizeOptions:
     validation_data: Path | None = None
     tokenizer: Path | None = None
     max_samples: int = attrs.field(default=DEFAULT_MAX_SAMPLES, validator=_at_least_one("--max_samples"))
-    batch_size: int = attrs.field(default=1, validator=_at_least_one("--batch_size"))
+    #: the batch sizes the model is served at (agreement and keeps are measured at each); empty: the model's default
+    batch_sizes: tuple[int, ...] = attrs.field(default=(), validator=_each_at_least_one("--batch-size"))
     #: text data: tokens per sample; None: DEFAULT_MAX_LENGTH, or the model's longest input when shorter
     max_length: int | None = attrs.field(default=None, validator=_at_least_one("--max-length"))
     dim_values: dict[str, int] = attrs.field(factory=dict)

@@ -28,6 +28,12 @@ that searched, say, the calibration method too would quietly triple). The search
   ``--validation-data`` when given, so the promise holds on samples the search did not fit on.
 - **Judge** every candidate against the input model: latency as a ratio of medians timed in alternating rounds
   with it (``ratio_p50``), agreement (``--keep``, as goals), size.
+- **At the batch size it is served with** (:func:`served_batch_sizes`: ``--batch-size``, else 1 and 32 for a
+  model with an attention mask, 1 otherwise): the agreement metric (``served_batch_size``) and the guard
+  (``batch_size``) batch the samples together as a server would (shuffled, seed 0, padded as the data is) and
+  take the worst over the sizes, so dynamic int8, whose output depends on the batch-mates, is judged by its worst
+  batching. Above batch 1, static int8 (calibrated ranges: batch-independent) is searched in the same guard after
+  every dynamic step (``quant_mode``, the parent of the target).
 - **Choose**: the fastest candidate that meets every keep on the judging samples. A guard that meets its
   target on the samples it fit on can miss on the others (its worst fitted sample is an optimistic estimate of
   the worst unseen one), so the guard's targets are searched from the keeps towards a perfect score, every keep
@@ -85,6 +91,7 @@ __all__ = [
     "build_workflow",
     "default_keeps",
     "guard_targets",
+    "served_batch_sizes",
 ]
 
 WORKFLOW_ID = "optimize"
@@ -101,6 +108,9 @@ LATENCY_WARMUP = 10
 #: at most this many nodes stay float in a guarded model (the guard's own default, 6, and each costs speed)
 MAX_FP32_NODES = 6
 INT8_PRECISIONS = ("int8", "uint8")
+#: the batch sizes a model with an attention mask is served at when --batch-size is not given: one request at a
+#: time, and sentence-transformers' ``encode`` default batch (32)
+DEFAULT_MASKED_BATCH_SIZES = (1, 32)
 
 
 @attrs.frozen
@@ -134,6 +144,8 @@ class Recipe:
     synthetic: bool = False
     #: a decoder's workflow (generative metrics; :func:`_decoder_workflow`)
     decoder: bool = False
+    #: the batch sizes agreement and keeps are measured at (empty: the data's own batches, or synthetic inputs)
+    batch_sizes: tuple[int, ...] = ()
 
     @property
     def workflow(self) -> dict[str, Any]:
@@ -183,6 +195,8 @@ def build_workflow(facts: ModelFacts, options: OptimizeOptions, installed: Insta
         return _decoder_workflow(facts, options, installed, data)
     _check_encoder(facts, options)
     notes: list[str] = []
+    sizes = served_batch_sizes(facts, options, data, notes)
+    options = attrs.evolve(options, batch_sizes=sizes)
     keeps = options.keeps or default_keeps(facts)
     if any(k.metric == "top1" for k in keeps) and not facts.classifier:
         notes.append("top1 compares the index of the largest value of each output vector; it suits class scores")
@@ -204,7 +218,50 @@ def build_workflow(facts: ModelFacts, options: OptimizeOptions, installed: Insta
     metrics = _metrics(facts, options, data, keeps)
     configs = _data_configs(data, options, _max_length(facts, options, data))
     workflow = _document(facts, options, installed, metrics, passes, configs, stop)
-    return Recipe(workflow, tuple(keeps), options.latency_budget, tuple(notes), data.synthetic)
+    served = () if data.synthetic else sizes
+    return Recipe(workflow, tuple(keeps), options.latency_budget, tuple(notes), data.synthetic, batch_sizes=served)
+
+
+def served_batch_sizes(
+    facts: ModelFacts, options: OptimizeOptions, data: DataSource, notes: list[str] | None = None
+) -> tuple[int, ...]:
+    """The batch sizes an encoder is served at: ``--batch-size``, else :data:`DEFAULT_MASKED_BATCH_SIZES` for a
+    model with an attention mask (sentence embeddings, text classification: served in batches) and 1 otherwise
+    (nothing says how its requests are batched) or where the model's batch axis is fixed. ``notes`` gets what the
+    summary says about them."""
+    fixed = sorted({shape[0] for _, shape, _ in facts.inputs if shape and isinstance(shape[0], int) and shape[0] > 0})
+    if options.batch_sizes:
+        sizes = options.batch_sizes
+        if fixed and any(size != fixed[0] for size in sizes):
+            raise WorkflowConfigError(
+                f"'{facts.path.name}' takes batches of {fixed[0]} only (its inputs' first axis is fixed); give "
+                f"--batch-size {fixed[0]}, or export the model with a free batch axis",
+                owner="--batch-size",
+            )
+        why = "--batch-size"
+    elif fixed:
+        sizes, why = (fixed[0],), "the model's inputs take batches of that size only"
+    elif facts.mask_input is not None:
+        sizes = DEFAULT_MASKED_BATCH_SIZES
+        why = (
+            "one request at a time and sentence-transformers' encode batch, the default for a model with an "
+            "attention mask"
+        )
+    else:
+        sizes, why = (1,), "the default for a model without an attention mask"
+    if notes is not None and not data.synthetic:
+        shown = " and ".join(str(s) for s in sizes)
+        if len(sizes) > 1:
+            what = f"at batch sizes {shown} ({why}): held-out samples shuffled (seed 0) and batched together at each"
+            what += ", padded as the data is; each figure is the worst over them"
+        else:
+            what = f"at batch size {shown} ({why})"
+            if sizes[0] > 1:
+                what += ": held-out samples shuffled (seed 0) and batched together, padded as the data is"
+        notes.append(f"agreement and every keep are measured {what}; --batch-size sets them")
+    elif notes is not None and options.batch_sizes:
+        notes.append("--batch-size: synthetic inputs are one batch; give --data to measure at served batch sizes")
+    return tuple(sizes)
 
 
 def _check_encoder(facts: ModelFacts, options: OptimizeOptions) -> None:
@@ -281,9 +338,11 @@ def _data_notes(options: OptimizeOptions, data: DataSource) -> list[str]:
 
 def _data_configs(data: DataSource, options: OptimizeOptions, length: int) -> list[dict[str, Any]]:
     """The fitting data's config, then the judging data's when it is given apart."""
-    configs = [data_config(data, options.max_samples, options.batch_size, length)]
+    # The data is read (and latency timed) at the smallest served size; agreement re-batches it at each.
+    batch = min(options.batch_sizes or (1,))
+    configs = [data_config(data, options.max_samples, batch, length)]
     if data.validation is not None:
-        configs.append(data_config(data.validation, options.max_samples, options.batch_size, length, VALIDATION_NAME))
+        configs.append(data_config(data.validation, options.max_samples, batch, length, VALIDATION_NAME))
     return [config for config in configs if config is not None]
 
 
@@ -404,10 +463,17 @@ def _precision(options: OptimizeOptions, facts: ModelFacts, data: DataSource) ->
     if options.precision != "auto":
         return options.precision
     if options.act_precision is not None or options.use_qdq_format:
-        return "int8"
-    if options.device == "gpu":
-        return "fp16"
-    return "int8"
+        chosen = "int8"
+    else:
+        chosen = "fp16" if options.device == "gpu" else "int8"
+    if options.block_size is not None:
+        raise WorkflowConfigError(
+            f"a block size is for --precision int4 (block-wise 4-bit weights); --precision auto means {chosen} for "
+            f"'{facts.path.name}' (int4 is what it means for a decoder); add --precision int4, or leave --block_size "
+            "out",
+            owner="--block_size",
+        )
+    return chosen
 
 
 def _quant_dist_missing(pass_name: str, installed: Installed, precision: str, options: OptimizeOptions) -> None:
@@ -473,7 +539,7 @@ def _add_quantization(
     common = {
         "data_config": DATA_NAME,
         "max_samples": options.max_samples,
-        "batch_size": options.batch_size,
+        "batch_size": _one_or_list(options.batch_sizes),
         "precision": weights,
         "reduce_range": reduce_range,
         # Quantized embeddings agree as well or better (all-MiniLM-L6-v2: held-out worst 0.972 against 0.965 with
@@ -491,13 +557,21 @@ def _add_quantization(
         # samples, and a guard that meets its target with every node in int8 ranks nothing, where the analysis
         # would quantize every node once; a stricter retry ranks for itself.
         steps = _tightened(targets)
-        passes["quantize"] = {
+        dynamic = {
             "type": guard,
             **common,
             "target_metric": [k.metric for k in targets],
             "target_value": {"olive_parameter_type": "SearchParameter", "type": "Categorical", "support": steps},
             **guard_only,
         }
+        passes["quantize"] = dynamic
+        if max(options.batch_sizes) > 1:
+            _static_alternative(dynamic, steps)
+            notes.append(
+                "dynamic int8 takes each activation's range over the whole batch, so a sample's output depends on "
+                "its batch-mates: it is judged at every served batch size, and static int8 (activation ranges "
+                "calibrated on --data: the same output whatever the batch) competes for the keep when it misses"
+            )
         return
     if not _missing("OnnxSensitivityAnalysis", installed):
         first = targets[0]
@@ -522,6 +596,29 @@ def _add_quantization(
         "target_metric": [k.metric for k in targets],
         "target_value": [k.value for k in targets],
         **guard_only,
+    }
+
+
+def _categorical(support: list[Any]) -> dict[str, Any]:
+    return {"olive_parameter_type": "SearchParameter", "type": "Categorical", "support": support}
+
+
+def _static_alternative(guard: dict[str, Any], steps: list[list[float]]) -> None:
+    """The batch-independent alternative to guarded dynamic int8, in the same guard: static int8 (QDQ, activation
+    ranges calibrated with MinMax on the fitting samples: a sample's output is the same whatever its batch-mates),
+    the nodes that cost agreement most kept in float. ``quant_mode`` is searched before the target (its parent),
+    so every dynamic step runs first and the search stops at the first model that keeps everything: static int8
+    ran slower than dynamic int8 on the CPUs measured here. Each static variant is quantized for real, so static
+    tries the keeps' own targets only, not the dynamic ladder."""
+    guard["quant_mode"] = _categorical(["dynamic", "static"])
+    guard["target_value"] = {
+        "olive_parameter_type": "SearchParameter",
+        "type": "Conditional",
+        "parents": ["quant_mode"],
+        "support": [
+            {"key": ["dynamic"], "value": _categorical(steps)},
+            {"key": ["static"], "value": _categorical(steps[:1])},
+        ],
     }
 
 
@@ -571,10 +668,14 @@ def _static(
 
 
 # --------------------------------------------------------------------------------------------- judging
+def _one_or_list(sizes: tuple[int, ...]) -> int | list[int]:
+    return sizes[0] if len(sizes) == 1 else list(sizes)
+
+
 def _scoring(facts: ModelFacts, options: OptimizeOptions, trim: bool = True) -> dict[str, Any]:
     """How outputs are compared, the same for the guard and the agreement metric: the first output (when there
-    are several), mean-pooled over the mask for token vectors, each sample at its real length at batch 1 (padded
-    data; synthetic inputs have no padding)."""
+    are several), mean-pooled over the mask for token vectors, each sample served at batch size 1 at its real
+    length (padded data; synthetic inputs have no padding; batches of several run padded, as the data is)."""
     scoring: dict[str, Any] = {}
     if len(facts.outputs) > 1:
         scoring["output_name"] = facts.outputs[0][0]
@@ -582,7 +683,8 @@ def _scoring(facts: ModelFacts, options: OptimizeOptions, trim: bool = True) -> 
         return scoring
     if facts.sequence_output and not facts.classifier:
         scoring["pooling"] = "mean"
-    if trim and options.batch_size == 1:
+    if trim and 1 in options.batch_sizes:
+        # at batch size 1 only: a batch of several samples runs padded, as the data is
         scoring["trim_padding"] = True
     if scoring.get("pooling") or scoring.get("trim_padding"):
         scoring["mask_input"] = facts.mask_input
@@ -614,6 +716,8 @@ def _metrics(
         ratio["priority"] = priority
         priority += 1
     scoring = _scoring(facts, options, trim=not data.synthetic)
+    if not data.synthetic:
+        scoring["served_batch_size"] = _one_or_list(options.batch_sizes)
     return [
         {
             "name": "latency",
@@ -663,6 +767,11 @@ def _decoder_workflow(facts: ModelFacts, options: OptimizeOptions, installed: In
     keeps = options.keeps or (DECODER_KEEPS if text else ())
     window = _decoder_window(facts, options)
     precision = "int4" if options.precision == "auto" else options.precision
+    if options.precision == "auto":
+        notes.append(
+            f"--precision auto: int4 for a decoder (block size {options.block_size or 32}"
+            + (", the MatMuls the keep needs at 8 bits)" if text else ")")
+        )
     # The builder's int4 settings would be searched by default; the float build is one model, the reference.
     build = {"type": BUILDER, "precision": "fp16" if precision == "fp16" else "fp32"}
     build.update(dict.fromkeys(("int4_block_size", "int4_is_symmetric", "int4_algo_config"), "DEFAULT_VALUE"))
@@ -672,14 +781,8 @@ def _decoder_workflow(facts: ModelFacts, options: OptimizeOptions, installed: In
         passes["quantize"] = _guard_pass(keeps, block, window, notes)
     elif precision in ("int4", "int8"):
         bits = 4 if precision == "int4" else 8
-        # Symmetric blocks and int8 compute: the builder's own int4 default on the CPU.
-        passes["quantize"] = {
-            "type": WEIGHT_ONLY,
-            "bits": bits,
-            "block_size": block,
-            "is_symmetric": True,
-            "accuracy_level": 4,
-        }
+        # int8 compute, as the builder's own int4 on the CPU (k-quant's blocks always carry an offset).
+        passes["quantize"] = {"type": WEIGHT_ONLY, "bits": bits, "block_size": block, "accuracy_level": 4}
         if precision == "int4":
             notes.append(
                 f"no --data: plain int4 ({WEIGHT_ONLY}); with --data the guard ({GUARDED_INT4}) keeps the "

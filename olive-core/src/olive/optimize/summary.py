@@ -27,8 +27,10 @@ __all__ = [
     "comparison_lines",
     "decoder_lines",
     "decoder_miss",
+    "figures_by_batch_size",
     "fit_figures",
     "search_cut_short",
+    "served_words",
 ]
 
 RATIO_KEY = "latency-ratio_p50"
@@ -102,7 +104,10 @@ def comparison_lines(output: WorkflowOutput, keeps: tuple[Keep, ...], synthetic:
         count = best.samples.get(AGREEMENT_METRIC)
         kind = "synthetic" if synthetic else "held-out"
         on = f" on {count} {kind} sample(s)" if count else ""
-        lines.append(f"agreement with the input{on}: " + ", ".join(kept))
+        lines.append(f"agreement with the input{on}{served_words(best)}: " + ", ".join(kept))
+        by_size = figures_by_batch_size(best, keeps)
+        if by_size:
+            lines.append(by_size)
         if count and not synthetic and any(k.metric in WORST_CASE for k in keeps):
             # Distribution-free: an unseen sample is the worst of count + 1 exchangeable ones with this chance.
             lines.append(
@@ -113,6 +118,50 @@ def comparison_lines(output: WorkflowOutput, keeps: tuple[Keep, ...], synthetic:
     if fit:
         lines.append(fit)
     return lines
+
+
+def served_words(node: FootprintNode) -> str:
+    """``, at batch size 32`` / ``, the worst over batch sizes 1 and 32``: where the agreement figures of ``node``
+    were measured ("" when they were read at the data's own batches)."""
+    served = (node.batch_sizes or {}).get(AGREEMENT_METRIC) or {}
+    sizes = served.get("served") or []
+    if not sizes:
+        return ""
+    smaller = _smaller(served, sizes)
+    if len(sizes) == 1:
+        return f", at batch size {sizes[0]}{smaller}"
+    return f", the worst over batch sizes {' and '.join(str(s) for s in sizes)}{smaller}"
+
+
+def _smaller(served: dict, sizes: list[int]) -> str:
+    """`` (at 32: one batch of 16, all the samples)`` where there were fewer samples than a batch size."""
+    notes = []
+    for size in sizes:
+        largest = (served.get("largest_batch") or {}).get(str(size))
+        if isinstance(largest, int) and 0 < largest < size:
+            notes.append(f"at {size}: one batch of {largest}, every sample")
+    return f" ({'; '.join(notes)})" if notes else ""
+
+
+def figures_by_batch_size(node: FootprintNode, keeps: tuple[Keep, ...]) -> str | None:
+    """``by batch size: 1: cosine_min 0.9812, cosine_mean 0.9950; 32: ...``: each served size's own figures for
+    the keeps (None when the agreement was measured at one size, or at the data's own batches)."""
+    served = (node.batch_sizes or {}).get(AGREEMENT_METRIC) or {}
+    by_size = served.get("by_batch_size") or {}
+    if len(by_size) < 2:
+        return None
+    parts = []
+    for size, figures in sorted(by_size.items(), key=lambda item: int(item[0])):
+        if not isinstance(figures, dict):
+            continue
+        shown = [
+            f"{k.metric} {_number(float(figures[k.metric]), k.metric)}"
+            for k in keeps
+            if isinstance(figures.get(k.metric), int | float)
+        ]
+        if shown:
+            parts.append(f"{size}: {', '.join(shown)}")
+    return f"by batch size: {'; '.join(parts)}" if parts else None
 
 
 def fit_figures(node: FootprintNode, keeps: tuple[Keep, ...]) -> str | None:
@@ -132,6 +181,9 @@ def fit_figures(node: FootprintNode, keeps: tuple[Keep, ...]) -> str | None:
         return None
     count = guard.get("num_samples")
     on = f" on the {count} sample(s) it fit on" if isinstance(count, int) and not isinstance(count, bool) else ""
+    sizes = guard.get("batch_sizes")
+    if isinstance(sizes, list) and sizes and all(isinstance(s, int) and not isinstance(s, bool) for s in sizes):
+        on += f" at batch size{'s' if len(sizes) > 1 else ''} {' and '.join(str(s) for s in sizes)}"
     floats = guard.get("fp32_nodes")
     kept = f", {len(floats)} node(s) kept in float" if isinstance(floats, list) else ""
     return f"the guard's own check{on}: " + ", ".join(shown) + kept
@@ -189,9 +241,11 @@ def closest_miss(output: WorkflowOutput, keeps: tuple[Keep, ...], budget: float 
     advice = ", ".join(t for t in tries if t)
     count = closest.samples.get(AGREEMENT_METRIC)
     held = f" on {count} held-out sample(s)" if count else ""
+    by_size = figures_by_batch_size(closest, keeps)
+    each = f" ({by_size})" if by_size else ""
     return (
         f"no candidate keeps {wanted}: the closest ({_chain(output, closest)}) reached {reached or 'no agreement'}"
-        f"{held}{at}; {advice}"
+        f"{held}{served_words(closest)}{each}{at}; {advice}"
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -27,6 +27,7 @@ from olive.passes.pass_config import (
     make_config_class,
 )
 from olive.passes.progress import report_progress
+from olive.passes.validators import apply_validators, read_validators
 from olive.plugins.identity import identity_of
 from olive.search.search_parameter import (
     Conditional,
@@ -127,9 +128,10 @@ class Pass(ABC):
 
     ``validate_config(cls, config, accelerator_spec) -> bool`` (Microsoft Olive's hook: False prunes a search
     point, without a reason) answers from ``_check_config`` unless a pass overrides it; passes written for
-    Olive keep working. ``_upgrade_config(cls, config) -> dict`` rewrites the params of workflows written
-    for an older version of the pass (renamed params, old value spellings) before anything is checked; it
-    raises ``PassParamError`` for one it cannot translate.
+    Olive keep working, and so does Olive's ``_validators()`` (pydantic validators by name, run before
+    ``_check_config``; see :mod:`olive.passes.validators`). ``_upgrade_config(cls, config) -> dict`` rewrites the
+    params of workflows written for an older version of the pass (renamed params, old value spellings) before
+    anything is checked; it raises ``PassParamError`` for one it cannot translate.
     """
 
     #: Optional version of the pass's behaviour; part of every cache key for its runs.
@@ -189,6 +191,23 @@ class Pass(ABC):
     @classmethod
     def _check_config(cls, config: BasePassConfig, accelerator_spec: AcceleratorSpec) -> None:
         """Raise :class:`~olive.exceptions.PassParamError` when no run can use these values (see the class doc)."""
+
+    @classmethod
+    def _validators(cls) -> dict[str, Callable[..., Any]]:
+        """Microsoft Olive's hook: pydantic validators of the config by name (see :mod:`olive.passes.validators`).
+
+        Run on every config before :meth:`_check_config`; one that raises refuses the config as
+        ``_check_config`` does. New passes write ``_check_config`` instead.
+        """
+        return {}
+
+    @classmethod
+    def _validated_config(cls, config_class: type[BasePassConfig], values: dict[str, Any]) -> BasePassConfig:
+        """The config of ``values`` once the pass's :meth:`_validators` have passed (and rewritten) them."""
+        hook = cls._validators()
+        if not hook:
+            return config_class(**values)
+        return apply_validators(read_validators(cls, hook), config_class, values, lambda v: config_class(**v))
 
     @classmethod
     def _upgrade_config(cls, config: dict[str, Any]) -> dict[str, Any]:
@@ -290,7 +309,8 @@ class Pass(ABC):
         # search points (config_for_point), where it prunes only the points that have it.
         order = order_by_parents({n: p.parents() for n, p in declared.items()}, owner=owner)
         try:
-            cls._check_config(config_class(**values_at_defaults(declared, fixed, order)), accelerator_spec)
+            config = cls._validated_config(config_class, values_at_defaults(declared, fixed, order))
+            cls._check_config(config, accelerator_spec)
         except PassParamError as exc:
             if not set(exc.params) & set(search):
                 raise _owned(exc, owner) from exc
@@ -415,8 +435,8 @@ class Pass(ABC):
                 values[name] = default
         for name in search:
             values[name] = check_value(owner, name, values[name], declared[name], disable_search=True)
-        config = config_class(**values)
         try:
+            config = cls._validated_config(config_class, values)
             cls._check_config(config, accelerator_spec)
         except PassConfigError as exc:
             raise _owned(exc, owner) from exc

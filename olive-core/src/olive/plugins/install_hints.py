@@ -12,6 +12,7 @@ kind of pass they are, instead of "unknown".
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from functools import lru_cache
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -31,6 +32,8 @@ REPOSITORY_PASSES: dict[str, tuple[str, ...]] = {
         "OnnxFloatToFloat16",
         "OnnxSensitivityAnalysis",
         "OnnxAccuracyGuardedQuantization",
+        "MatMulNBitsToQDQ",
+        "SelectiveMixedPrecision",
     ),
     "olive-passes-graph": (
         "OnnxPeepholeOptimizer",
@@ -39,6 +42,12 @@ REPOSITORY_PASSES: dict[str, tuple[str, ...]] = {
         "DynamicToFixedShape",
         "OnnxOpVersionConversion",
         "OrtSessionParamsTuning",
+        "AddOliveMetadata",
+        "GraphSurgeries",
+        "CaptureSplitInfo",
+        "SplitModel",
+        "ComposeOnnxModels",
+        "OnnxIODataTypeConverter",
     ),
     "olive-passes-torch": ("OnnxConversion",),
     "olive-passes-genai": (
@@ -47,6 +56,7 @@ REPOSITORY_PASSES: dict[str, tuple[str, ...]] = {
         "OnnxKQuantQuantization",
         "OnnxGuardedInt4",
         "OnnxGptqQuantization",
+        "ExtractAdapters",
     ),
 }
 
@@ -55,6 +65,7 @@ REPOSITORY_MODEL_TYPES: dict[str, tuple[str, str | None]] = {
     "HfModel": ("olive-passes-torch", "hf"),
     "PyTorchModel": ("olive-passes-torch", None),
     "GenAIModel": ("olive-passes-genai", None),
+    "CompositeModel": ("olive-passes-graph", None),
 }
 
 #: Data container types of this repository's distributions: type name -> (distribution, extra or None).
@@ -65,81 +76,148 @@ REPOSITORY_DATA_CONTAINERS: dict[str, tuple[str, str | None]] = {
 
 _PYTORCH = "a PyTorch pass (it works on the PyTorch model before conversion)"
 _QNN = "a Qualcomm QNN/SNPE SDK pass"
+_QAIRT = "a Qualcomm QAIRT SDK pass"
 _VITIS = "an AMD Vitis AI pass"
+_RYZEN = "an AMD Ryzen AI pass"
+_QUARK = "an AMD Quark quantization pass"
 _INC = "an Intel Neural Compressor pass"
+_OPENVINO = "an OpenVINO pass (it works on OpenVINO IR, not ONNX)"
+_NVMO = "an NVIDIA ModelOpt pass"
 _OPTIMUM = "a Hugging Face Optimum pass"
-#: Microsoft Olive 0.13's passes that no distribution here provides: name -> what kind of pass it is.
+#: Microsoft Olive's passes (its ``olive_config.json``, 0.8 to today's, and older releases' names) that no
+#: distribution here provides: name -> what kind of pass it is.
 MICROSOFT_OLIVE_ONLY: dict[str, str] = {
+    "AimetQuantization": "a Qualcomm AIMET quantization pass",
     "AppendPrePostProcessingOps": "an onnxruntime-extensions pre/post-processing pass",
-    "GraphSurgeries": "a graph surgery pass",
-    "ExtractAdapters": "a LoRA adapter extraction pass",
+    "EPContextBinaryGenerator": "an execution provider context binary pass",
     "IncDynamicQuantization": _INC,
     "IncQuantization": _INC,
     "IncStaticQuantization": _INC,
+    "InputNCHWtoNHWC": _VITIS,
     "InsertBeamSearch": "a beam-search insertion pass (generative models)",
-    "MatMulNBitsToQDQ": "a MatMulNBits-to-QDQ rewrite",
     "MixedPrecisionOverrides": "a QNN mixed-precision pass",
+    "MobiusBuilder": "a generative-model builder (mobius)",
     "MoEExpertsDistributor": "a mixture-of-experts distribution pass",
+    "NVModelOptGraphSurgery": _NVMO,
+    "NVModelOptQuantization": _NVMO,
     "OnnxBnb4Quantization": "a bitsandbytes 4-bit quantization pass",
-    "OnnxIODataTypeConverter": "an input/output data type conversion pass",
-    "OnnxMatMul4Quantizer": "a 4-bit MatMul quantizer (here: OnnxBlockWiseRtnQuantization in olive-passes-quant)",
+    "OnnxDiscrepancyCheck": "a pass that checks an ONNX model's outputs against a reference",
+    "OnnxMatMul4Quantizer": "a 4-bit MatMul quantizer",
+    "OnnxScriptFusion": "an onnxscript fusion pass",
+    "OpenVINOConversion": _OPENVINO,
+    "OpenVINOEncapsulation": _OPENVINO,
+    "OpenVINOIoUpdate": _OPENVINO,
+    "OpenVINOOptimumConversion": _OPENVINO,
+    "OpenVINOQuantization": _OPENVINO,
+    "OpenVINOQuantizationWithAccuracy": _OPENVINO,
+    "OpenVINOWeightCompression": _OPENVINO,
     "OptimumConversion": _OPTIMUM,
     "OptimumMerging": _OPTIMUM,
     "OrtMixedPrecision": "a GPU mixed-precision pass",
-    "QNNPreprocess": _QNN,
-    "VitisAIQuantization": _VITIS,
-    "VitisQDQQuantizer": _VITIS,
-    "VitisQOpQuantizer": _VITIS,
     "PowerOfTwoMethod": _VITIS,
-    "SplitModel": "a model splitting pass",
-    "OpenVINOConversion": "an OpenVINO IR conversion pass",
-    "OpenVINOQuantization": "an OpenVINO (NNCF) quantization pass",
-    "AutoAWQQuantizer": _PYTORCH,
-    "GptqQuantizer": _PYTORCH,
-    "CaptureSplitInfo": _PYTORCH,
-    "MergeAdapterWeights": _PYTORCH,
-    "LoftQ": _PYTORCH,
-    "LoRA": _PYTORCH,
-    "LoHa": _PYTORCH,
-    "LoKr": _PYTORCH,
-    "PyTorchTensorParallel": _PYTORCH,
-    "QLoRA": _PYTORCH,
-    "DoRA": _PYTORCH,
-    "QuantizationAwareTraining": _PYTORCH,
-    "QuaRot": _PYTORCH,
-    "SparseGPT": _PYTORCH,
-    "SpinQuant": _PYTORCH,
-    "SliceGPT": _PYTORCH,
-    "TorchTRTConversion": "a Torch-TensorRT conversion pass",
+    "QairtEncapsulation": _QAIRT,
+    "QairtGenAIBuilder": _QAIRT,
+    "QairtMHA2SHA": _QAIRT,
+    "QairtPipelinePass": _QAIRT,
+    "QairtPreparation": _QAIRT,
+    "QNNContextBinaryGenerator": _QNN,
     "QNNConversion": _QNN,
     "QNNModelLibGenerator": _QNN,
-    "QNNContextBinaryGenerator": _QNN,
+    "QNNPreprocess": _QNN,
+    "QuarkQuantization": _QUARK,
+    "QuarkQuantizationVitisAI": _QUARK,
+    "RyzenGenerateModelLLM": _RYZEN,
+    "SDLoRA": "a Stable Diffusion LoRA training pass",
     "SNPEConversion": _QNN,
     "SNPEQuantization": _QNN,
     "SNPEtoONNXConversion": _QNN,
-    "NVModelOptQuantization": "an NVIDIA ModelOpt quantization pass",
+    "StaticLLM": "a pass that gives a decoder static shapes (for NPUs)",
+    "TorchTRTConversion": "a Torch-TensorRT conversion pass",
+    "VitisAIAddMetaData": _VITIS,
+    "VitisAIQuantization": _VITIS,
+    "VitisGenerateModelLLM": _VITIS,
+    "VitisGenerateModelSD": _VITIS,
+    "VitisQDQQuantizer": _VITIS,
+    "VitisQOpQuantizer": _VITIS,
+    "AutoAWQQuantizer": _PYTORCH,
+    "AutoClip": _PYTORCH,
+    "CaptureLayerAnnotations": _PYTORCH,
+    "ConvertHfToGGUF": _PYTORCH,
+    "DoRA": _PYTORCH,
+    "Gptq": _PYTORCH,
+    "GptqModel": _PYTORCH,
+    "GptqQuantizer": _PYTORCH,
+    "KQuant": _PYTORCH,
+    "LoftQ": _PYTORCH,
+    "LoHa": _PYTORCH,
+    "LoKr": _PYTORCH,
+    "LoRA": _PYTORCH,
+    "MergeAdapterWeights": _PYTORCH,
+    "PyTorchTensorParallel": _PYTORCH,
+    "QLoRA": _PYTORCH,
+    "QuantizationAwareTraining": _PYTORCH,
+    "QuaRot": _PYTORCH,
+    "Rtn": _PYTORCH,
+    "SaveTestModelConfig": _PYTORCH,
+    "SliceGPT": _PYTORCH,
+    "SparseGPT": _PYTORCH,
+    "SpinQuant": _PYTORCH,
 }
 
-#: Microsoft Olive 0.13's input model types that no distribution here provides.
+#: For some of them, the pass here that does the same kind of work (on the ONNX model): name -> (pass, what).
+MICROSOFT_OLIVE_CLOSEST: dict[str, tuple[str, str]] = {
+    "Gptq": ("OnnxGptqQuantization", "GPTQ int4 on the ONNX model"),
+    "GptqModel": ("OnnxGptqQuantization", "GPTQ int4 on the ONNX model"),
+    "GptqQuantizer": ("OnnxGptqQuantization", "GPTQ int4 on the ONNX model"),
+    "IncDynamicQuantization": ("OnnxDynamicQuantization", "onnxruntime's dynamic int8"),
+    "IncQuantization": ("OnnxQuantization", "onnxruntime's int8"),
+    "IncStaticQuantization": ("OnnxStaticQuantization", "onnxruntime's static int8"),
+    "KQuant": ("OnnxKQuantQuantization", "k-quant int4 on the ONNX model"),
+    "MobiusBuilder": ("ModelBuilder", "onnxruntime-genai's builder"),
+    "OnnxMatMul4Quantizer": ("OnnxBlockWiseRtnQuantization", "block-wise int4 MatMul weights"),
+    "OnnxScriptFusion": ("OrtTransformersOptimization", "onnxruntime's transformer fusions"),
+    "OptimumConversion": ("OnnxConversion", "a PyTorch or Hugging Face model exported to ONNX"),
+    "OrtMixedPrecision": ("OnnxFloatToFloat16", "float16 weights and activations"),
+    "Rtn": ("OnnxBlockWiseRtnQuantization", "round-to-nearest int4 on the ONNX model"),
+}
+
+#: Microsoft Olive's input model types that no distribution here provides.
 MICROSOFT_OLIVE_ONLY_MODEL_TYPES: tuple[str, ...] = (
     "DistributedHfModel",
     "DistributedOnnxModel",
-    "CompositeModel",
     "CompositePyTorchModel",
     "OpenVINOModel",
+    "QairtModel",
+    "QairtPreparedModel",
     "QNNModel",
     "SNPEModel",
     "TensorFlowModel",
     "DiffusersModel",
 )
 
-#: Microsoft Olive 0.13's data container types that no distribution here provides.
+#: For some of them, the model type here closest to it: name -> (type, what).
+MICROSOFT_OLIVE_CLOSEST_MODEL_TYPES: dict[str, tuple[str, str]] = {
+    "DistributedHfModel": ("HfModel", "the whole model, on one device"),
+    "DistributedOnnxModel": ("ONNXModel", "the whole model, on one device"),
+}
+
+#: Microsoft Olive's data container types that no distribution here provides.
 MICROSOFT_OLIVE_ONLY_DATA_CONTAINERS: tuple[str, ...] = (
+    "ImageDataContainer",
     "RawDataContainer",
     "TransformersDummyDataContainer",
     "TransformersPromptDummyDataContainer",
     "TransformersTokenDummyDataContainer",
 )
+
+#: For some of them, the data container here closest to it: name -> (type, what).
+MICROSOFT_OLIVE_CLOSEST_DATA_CONTAINERS: dict[str, tuple[str, str]] = {
+    "ImageDataContainer": ("DataContainer", "images loaded by a user_script"),
+    "RawDataContainer": ("NpzDataContainer", "arrays keyed by input name in an .npz"),
+    "TransformersDummyDataContainer": ("DummyDataContainer", "synthetic inputs of given shapes"),
+    "TransformersPromptDummyDataContainer": ("DummyDataContainer", "synthetic inputs of given shapes"),
+    "TransformersTokenDummyDataContainer": ("DummyDataContainer", "synthetic inputs of given shapes"),
+}
 
 
 @attrs.frozen
@@ -206,43 +284,92 @@ def olive_core_requirement() -> str | None:
 
 
 def distribution_of_pass(name: str) -> str | None:
-    """The repository distribution that offers pass ``name``, if any."""
+    """The repository distribution that offers pass ``name`` (case does not matter), if any."""
     for distribution, passes in REPOSITORY_PASSES.items():
-        if name in passes:
+        if _spelled(name, passes) is not None:
             return distribution
     return None
 
 
-def missing_pass_hint(name: str) -> str | None:
-    """What to say about pass ``name`` when no installed distribution offers it (None: nothing known)."""
+def microsoft_olive_pass(name: str) -> str | None:
+    """Microsoft Olive's spelling of pass ``name`` when it is one of its passes that none here provides."""
+    return _spelled(name, MICROSOFT_OLIVE_ONLY)
+
+
+def missing_pass_hint(name: str, installed: Collection[str] = ()) -> str | None:
+    """What to say about pass ``name`` when no installed distribution offers it (None: nothing known).
+
+    ``installed``: the passes installed now, so that the closest pass here is said to be installed, or how to
+    install it.
+    """
     distribution = distribution_of_pass(name)
     if distribution is not None:
         return f"it is offered by {distribution}, which is not installed; install it with: {install_line(distribution)}"
-    kind = MICROSOFT_OLIVE_ONLY.get(name)
-    if kind is not None:
-        return f"'{name}' is a Microsoft Olive pass ({kind}) that no distribution here provides"
-    return None
+    olive_name = microsoft_olive_pass(name)
+    if olive_name is None:
+        return None
+    kind = MICROSOFT_OLIVE_ONLY[olive_name]
+    hint = f"'{olive_name}' is a Microsoft Olive pass ({kind}) that no distribution here provides"
+    closest = MICROSOFT_OLIVE_CLOSEST.get(olive_name)
+    if closest is None:
+        return hint
+    other, what = closest
+    if other in installed:
+        return f"{hint}; the closest here: '{other}' ({what}), installed"
+    offered_by = distribution_of_pass(other)
+    where = f", offered by {offered_by}; install it with: {install_line(offered_by)}" if offered_by else ""
+    return f"{hint}; the closest here: '{other}' ({what}){where}"
 
 
 def missing_model_type_hint(name: str) -> str | None:
     """What to say about input model type ``name`` when no installed distribution offers it."""
-    return _missing_type_hint("model type", name, REPOSITORY_MODEL_TYPES, MICROSOFT_OLIVE_ONLY_MODEL_TYPES)
+    return _missing_type_hint(
+        "model type",
+        name,
+        REPOSITORY_MODEL_TYPES,
+        MICROSOFT_OLIVE_ONLY_MODEL_TYPES,
+        MICROSOFT_OLIVE_CLOSEST_MODEL_TYPES,
+    )
 
 
 def missing_data_container_hint(name: str) -> str | None:
     """What to say about data container type ``name`` when no installed distribution offers it."""
-    return _missing_type_hint("data container", name, REPOSITORY_DATA_CONTAINERS, MICROSOFT_OLIVE_ONLY_DATA_CONTAINERS)
+    return _missing_type_hint(
+        "data container",
+        name,
+        REPOSITORY_DATA_CONTAINERS,
+        MICROSOFT_OLIVE_ONLY_DATA_CONTAINERS,
+        MICROSOFT_OLIVE_CLOSEST_DATA_CONTAINERS,
+    )
 
 
 def _missing_type_hint(
-    kind: str, name: str, repository: dict[str, tuple[str, str | None]], olive_only: tuple[str, ...]
+    kind: str,
+    name: str,
+    repository: dict[str, tuple[str, str | None]],
+    olive_only: tuple[str, ...],
+    closest: dict[str, tuple[str, str]],
 ) -> str | None:
-    if name in repository:
-        distribution, extra = repository[name]
+    ours = _spelled(name, repository)
+    if ours is not None:
+        distribution, extra = repository[ours]
         return (
-            f"{kind} '{name}' is offered by {distribution}, which is not installed; install it with: "
+            f"{kind} '{ours}' is offered by {distribution}, which is not installed; install it with: "
             f"{install_line(distribution, extra)}"
         )
-    if name in olive_only:
-        return f"{kind} '{name}' is a Microsoft Olive {kind} that no distribution here provides"
-    return None
+    olive_name = _spelled(name, olive_only)
+    if olive_name is None:
+        return None
+    hint = f"{kind} '{olive_name}' is a Microsoft Olive {kind} that no distribution here provides"
+    if olive_name in closest:
+        other, what = closest[olive_name]
+        hint = f"{hint}; the closest here: '{other}' ({what})"
+    return hint
+
+
+def _spelled(name: str, names: Collection[str]) -> str | None:
+    """How ``names`` spell ``name``, compared without case (as Microsoft Olive's registries do), or None."""
+    if name in names:
+        return name
+    lowered = name.lower()
+    return next((known for known in names if known.lower() == lowered), None)

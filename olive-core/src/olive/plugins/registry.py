@@ -17,6 +17,7 @@ bare name an :class:`~olive.exceptions.AmbiguousPassError` naming both as ``dist
 
 from __future__ import annotations
 
+import difflib
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -24,7 +25,13 @@ import attrs
 from olive.exceptions import AmbiguousPassError, PluginLoadError, UnknownPassError, closest_match_hint
 from olive.plugins.discovery import PASSES_GROUP, PluginPolicy, describe_exception, normalize_name
 from olive.plugins.identity import PassIdentity, acting_as, answer_with_process_wide_registry
-from olive.plugins.install_hints import REPOSITORY_PASSES, distribution_of_pass, install_line, missing_pass_hint
+from olive.plugins.install_hints import (
+    MICROSOFT_OLIVE_ONLY,
+    REPOSITORY_PASSES,
+    distribution_of_pass,
+    install_line,
+    missing_pass_hint,
+)
 from olive.plugins.named_types import BLOCKED, LOCAL_DISTRIBUTION, NamedTypeRegistry, TypeEntry
 from olive.plugins.process_wide import ProcessWide
 
@@ -68,8 +75,9 @@ class PassEntry(TypeEntry):
 class PassRegistry(NamedTypeRegistry[PassEntry]):
     """Passes from the ``olive.passes`` entry points plus any registered in-process.
 
-    Names match exactly (a name that differs only in case is suggested, not taken) and may be qualified by
-    their distribution, ``dist-name:PassName``.
+    Names match without case where no entry spells them exactly, as Microsoft Olive's registry does
+    (``orttransformersoptimization`` is ``OrtTransformersOptimization``), and may be qualified by their
+    distribution, ``dist-name:PassName``.
 
     :param entry_points: scan installed distributions (False gives an empty registry for tests).
     :param policy: allow/block lists and strict mode; read from the environment when None.
@@ -85,7 +93,6 @@ class PassRegistry(NamedTypeRegistry[PassEntry]):
             entry_points=entry_points,
             policy=policy,
             base_name="olive.passes.Pass",
-            fold_case=False,
         )
 
     @property
@@ -130,7 +137,9 @@ class PassRegistry(NamedTypeRegistry[PassEntry]):
         dist, _, pass_name = name.partition(":")
         wanted = normalize_name(dist)
         offered = [e for e in entries if normalize_name(e.distribution) == wanted]
-        matches = [e for e in offered if e.name == pass_name]
+        matches = [e for e in offered if e.name == pass_name] or [
+            e for e in offered if e.name.lower() == pass_name.lower()
+        ]
         if matches:
             return matches[0]
         if not offered:
@@ -158,16 +167,19 @@ class PassRegistry(NamedTypeRegistry[PassEntry]):
     def unknown_reason(self, name: str) -> str:
         names = sorted({e.name for e in self._all() if e.status != BLOCKED})
         shown = ", ".join(names[:_MAX_LISTED]) + (f", ... ({len(names)} in all)" if len(names) > _MAX_LISTED else "")
-        known = missing_pass_hint(name)
+        known = missing_pass_hint(name, names)
+        if known is not None and distribution_of_pass(name):
+            # One of this repository's passes whose distribution is not installed: say which, rather than "unknown".
+            return f"pass '{name}' is not installed: {known}; installed passes: {shown or '(none)'}"
         if known is not None:
-            # One of this repository's passes whose distribution is not installed, or a Microsoft Olive pass
-            # that none here provides: say which, rather than "unknown".
-            what = f"'{name}' is not installed: {known}" if distribution_of_pass(name) else known
-            return f"pass {what}; installed passes: {shown or '(none)'}"
-        hint = closest_match_hint(name, names)
-        if not hint:
-            folded = [n for n in names if n.lower() == name.lower()]
-            hint = f" (did you mean '{folded[0]}'?)" if folded else ""
+            # A Microsoft Olive pass that none here provides: said so, with the pass here that does the same kind
+            # of work where there is one; never a pass whose name merely looks alike.
+            return f"pass {known}"
+        # A typo of a Microsoft Olive name is matched to it, not to a pass here whose name merely looks alike.
+        close = difflib.get_close_matches(name, [*names, *MICROSOFT_OLIVE_ONLY], n=1, cutoff=0.6)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        if close and close[0] in MICROSOFT_OLIVE_ONLY:
+            hint = f" (did you mean '{close[0]}', a Microsoft Olive pass that no distribution here provides?)"
         return (
             f"unknown pass '{name}'{hint}; installed passes: {shown or '(none)'}. "
             "Install the distribution that offers it, or run `olive passes` to list them"

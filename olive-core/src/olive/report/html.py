@@ -61,6 +61,7 @@ th.metric small { display: block; max-width: 8rem; margin-left: auto; }
 table.many { font-size: .78rem; } table.many th, table.many td { padding: .3rem .3rem; }
 th.apart, td.apart { background: #fbf8ef; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; overflow-wrap: normal; }
+td.num .served { font-size: 0.8em; color: #666; }
 td.star { width: 1rem; } td.model { min-width: 12rem; }
 .table-box { overflow-x: auto; }
 ol.chain { margin: .2rem 0 0; padding-left: 1.2rem; }
@@ -405,6 +406,41 @@ def _column_keys(data: ReportData) -> list[str]:
     return rest + fit + apart
 
 
+def _served(node: Mapping[str, Any], key: str) -> tuple[dict[str, Any], str]:
+    metric, _, sub = key.rpartition("-")
+    served = (node.get("batch_sizes") or {}).get(metric)
+    return (served if isinstance(served, dict) else {}), sub
+
+
+def _served_at(node: Mapping[str, Any], key: str) -> str:
+    """`` at batch 32``, under a figure measured at several served batch sizes: the one it was the worst at."""
+    served, sub = _served(node, key)
+    at = (served.get("worst_at") or {}).get(sub)
+    if len(served.get("served") or []) < 2 or not isinstance(at, int):
+        return ""
+    return f'<div class="served">at batch {_e(str(at))}</div>'
+
+
+def _served_title(node: Mapping[str, Any], key: str) -> str:
+    """Every served batch size's own figure, as the cell's tooltip."""
+    served, sub = _served(node, key)
+    by_size = served.get("by_batch_size") or {}
+    parts = [
+        f"batch {size}: {format_metric(key, figures[sub])}"
+        for size, figures in sorted(by_size.items(), key=lambda item: int(item[0]))
+        if isinstance(figures, dict) and isinstance(figures.get(sub), int | float)
+    ]
+    return f' title="{_e("; ".join(parts))}"' if len(parts) > 1 else ""
+
+
+def _served_sizes(data: ReportData, key: str) -> list[int] | None:
+    metric = key.rpartition("-")[0]
+    found = {tuple(((n.get("batch_sizes") or {}).get(metric) or {}).get("served") or ()) for n in data.candidates()} - {
+        ()
+    }
+    return list(found.pop()) if len(found) == 1 else None
+
+
 def _held_out_count(data: ReportData, key: str) -> int | None:
     metric = key.rpartition("-")[0]
     counts = {(n.get("samples") or {}).get(metric) for n in data.candidates()} - {None}
@@ -428,7 +464,13 @@ def _column_note(data: ReportData, key: str, paired: bool) -> str:
         return ""
     # Beside a guard's figures, say which samples are which: these are the ones it did not fit on.
     fitted = any(k.startswith(FIT_PREFIX) for k in data.metric_keys())
-    return f"on {count} held-out sample(s)" if fitted else f"on {count} sample(s)"
+    note = f"on {count} held-out sample(s)" if fitted else f"on {count} sample(s)"
+    sizes = _served_sizes(data, key)
+    if sizes and len(sizes) == 1:
+        note += f", at batch size {sizes[0]}"
+    elif sizes:
+        note += f", the worst over batch sizes {' and '.join(str(s) for s in sizes)}"
+    return note
 
 
 def _metric_header(data: ReportData, key: str, paired: bool) -> str:
@@ -477,7 +519,8 @@ def _candidate_table(data: ReportData) -> str:
         if show_target:
             cells.append(f"<td>{_target_cell(node)}</td>")
         cells += [
-            f'<td class="num{" apart" if is_timed_apart(k) else ""}">{_e(format_metric(k, metric_value(node, k)))}</td>'
+            f'<td class="num{" apart" if is_timed_apart(k) else ""}"{_served_title(node, k)}>'
+            f"{_e(format_metric(k, metric_value(node, k)))}{_served_at(node, k)}</td>"
             for k in keys
         ]
         goals = {True: "met", False: "missed", None: ""}.get(node.get("meets_goals"), "")

@@ -236,6 +236,16 @@ class Conditional(_ByParents):
             f"a Conditional maps parent values to search parameters, e.g. Categorical([...]); got {value!r}"
         )
 
+    @staticmethod
+    def get_invalid_choice() -> Categorical:
+        """The choices of a parent combination that is not allowed: a point landing on it is never run."""
+        return _invalid_choice()
+
+    @staticmethod
+    def get_ignored_choice() -> Categorical:
+        """The choices of a parent combination for which the param does not apply (the pass ignores it)."""
+        return Categorical([SpecialParamValue.IGNORED])
+
     def get_support_with_args(self, parent_values: Sequence[Any]) -> list[Any]:
         """The choices for one combination of parent values."""
         choice = _lookup(self.support, parent_values, self.default)
@@ -285,6 +295,16 @@ class ConditionalDefault(_ByParents):
             _normalize_key(key, len(self.parents)): value for key, value in support.items()
         }
         self.default = default
+
+    @staticmethod
+    def get_invalid_choice() -> SpecialParamValue:
+        """The default of a parent combination that is not allowed."""
+        return SpecialParamValue.INVALID
+
+    @staticmethod
+    def get_ignored_choice() -> SpecialParamValue:
+        """The default of a parent combination for which the param does not apply."""
+        return SpecialParamValue.IGNORED
 
     def get_support_with_args(self, parent_values: Sequence[Any]) -> Any:
         """The default value for one combination of parent values."""

@@ -57,16 +57,21 @@ _MODULES = (
 _TRAINED_VERSION = 1
 
 
-def _require() -> None:
+def _require(
+    names: tuple[str, ...] = ("torch", "transformers", "tokenizers"),
+    module: str = "olive.testing.decoders",
+    install: str = "pip install olive-passes-genai",
+) -> None:
+    """An ImportError naming every one of ``names`` that does not import, and how to install them."""
     missing = []
-    for name in ("torch", "transformers", "tokenizers"):
+    for name in names:
         try:
             __import__(name)
         except ImportError:
             missing.append(name)
     if missing:
         raise ImportError(
-            f"olive.testing.decoders needs {', '.join(missing)}; install them with `pip install olive-passes-genai` "
+            f"{module} needs {', '.join(missing)}; install them with `{install}` "
             "(from this repository: pip install -e ./olive-passes-genai)"
         )
 
@@ -142,7 +147,15 @@ def save_tokenizer(folder: str | Path, vocab_size: int = 512, text: str | None =
 
 
 def _config(
-    arch: str, vocab_size: int, end_id: int, hidden: int, layers: int, heads: int, kv_heads: int, tied: bool = False
+    arch: str,
+    vocab_size: int,
+    end_id: int,
+    hidden: int,
+    layers: int,
+    heads: int,
+    kv_heads: int,
+    tied: bool = False,
+    intermediate: int | None = None,
 ) -> Any:
     import transformers
 
@@ -162,7 +175,7 @@ def _config(
         **extra,
         vocab_size=vocab_size,
         hidden_size=hidden,
-        intermediate_size=2 * hidden,
+        intermediate_size=intermediate or 2 * hidden,
         num_hidden_layers=layers,
         num_attention_heads=heads,
         num_key_value_heads=kv_heads,
@@ -185,10 +198,19 @@ def save_decoder(
     num_kv_heads: int = 2,
     vocab_size: int = 512,
     tied_embeddings: bool = False,
+    intermediate_size: int | None = None,
+    dtype: str = "float32",
+    max_shard_size: str | None = None,
 ) -> Path:
     """Save a tiny causal LM of ``arch`` (one of :data:`ARCHITECTURES`) with seeded random weights and its
-    tokenizer in ``folder``; returns the folder. Same arguments, same weights. ``tied_embeddings``: the LM head is
-    the embedding (the builder then quantizes the pair as one)."""
+    tokenizer in ``folder``; returns the folder. Same arguments, same weights.
+
+    The shapes and files of real checkpoints: ``tied_embeddings`` makes the LM head the embedding (the builder then
+    quantizes the pair as one); ``intermediate_size`` (default ``2 * hidden_size``) sets the MLP width, e.g. 352,
+    which at block size 32 gives an odd number of int4 blocks per column, as Qwen2.5-0.5B's 896 does at 128;
+    ``dtype`` (``"float32"``, ``"bfloat16"`` or ``"float16"``) is the type the weights are saved in, as hub
+    checkpoints are saved in bf16; ``max_shard_size`` (e.g. ``"200KB"``) splits the weights into several
+    ``model-0000N-of-0000M.safetensors`` files with their ``model.safetensors.index.json``."""
     _require()
     import torch
     import transformers
@@ -196,11 +218,25 @@ def save_decoder(
     folder = Path(folder)
     tokenizer = save_tokenizer(folder, vocab_size)
     config = _config(
-        arch, len(tokenizer), tokenizer.eos_token_id, hidden_size, num_layers, num_heads, num_kv_heads, tied_embeddings
+        arch,
+        len(tokenizer),
+        tokenizer.eos_token_id,
+        hidden_size,
+        num_layers,
+        num_heads,
+        num_kv_heads,
+        tied_embeddings,
+        intermediate_size,
     )
+    types = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+    if dtype not in types:
+        raise ValueError(f"unknown dtype {dtype!r}; use one of {', '.join(types)}")
     torch.manual_seed(seed)
-    model = transformers.AutoModelForCausalLM.from_config(config).eval()
-    model.save_pretrained(str(folder))
+    # Drawn in fp32 and then cast: the same seed gives the same weights, rounded, in every dtype.
+    model = transformers.AutoModelForCausalLM.from_config(config).eval().to(types[dtype])
+    model.config.torch_dtype = types[dtype]
+    save = {"max_shard_size": max_shard_size} if max_shard_size else {}
+    model.save_pretrained(str(folder), **save)
     return folder
 
 

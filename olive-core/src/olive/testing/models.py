@@ -24,6 +24,9 @@ from olive.measure import cosine_similarities
 from olive.model.handler import ONNXModelHandler
 
 __all__ = [
+    "BATCH_OUTLIER_FEATURE",
+    "batch_outlier_samples",
+    "batch_sensitive_mlp",
     "bert_like_model",
     "bert_like_model_files",
     "bert_like_weight_bytes",
@@ -134,6 +137,34 @@ def mlp_model(seed: int = 0, in_features: int = 16, hidden: int = 32, out_featur
         [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", in_features])],
         [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["batch", out_features])],
     )
+
+
+#: the input feature of :func:`batch_sensitive_mlp` whose large values make an outlier sample
+BATCH_OUTLIER_FEATURE = 3
+
+
+def batch_sensitive_mlp(seed: int = 0) -> onnx.ModelProto:
+    """:func:`mlp_model` (16 -> 32 -> 8) whose first layer maps input feature :data:`BATCH_OUTLIER_FEATURE` to
+    negative values only, so a large value there switches the sample's hidden units off (the Relu): alone, such an
+    outlier sample runs as well in dynamic int8 as any other. In a batch, it stretches the input's one activation
+    range (dynamic int8 takes it per tensor, over every sample of the run), and its batch-mates' features are
+    quantized with a step of about value / 255: an outlier of 100 takes a batch of 8's worst cosine from 0.9998 (each
+    sample alone) to about 0.94. Keeping ``/fc1/MatMul`` in float, or static ranges, serves every batch alike."""
+    proto = mlp_model(seed=seed)
+    for index, init in enumerate(proto.graph.initializer):
+        if init.name == "fc1.weight":
+            weights = numpy_helper.to_array(init).copy()
+            weights[BATCH_OUTLIER_FEATURE, :] = -np.abs(weights[BATCH_OUTLIER_FEATURE, :])
+            proto.graph.initializer[index].CopyFrom(numpy_helper.from_array(weights, init.name))
+    return proto
+
+
+def batch_outlier_samples(seed: int = 0, count: int = 32, every: int = 8, value: float = 100.0) -> np.ndarray:
+    """``count`` seeded inputs [count, 16] for :func:`batch_sensitive_mlp`, every ``every``-th an outlier sample
+    (feature :data:`BATCH_OUTLIER_FEATURE` at ``value``)."""
+    inputs = np.random.default_rng(seed).standard_normal((count, 16)).astype(np.float32)
+    inputs[::every, BATCH_OUTLIER_FEATURE] = value
+    return inputs
 
 
 def conv_model(

@@ -29,7 +29,7 @@ from olive.model.handler import OliveModelHandler, ONNXModelHandler
 from olive.paths import system_folder_reason
 from olive.search.samplers import sampler_factory
 from olive.workflows.config import load_workflow_config
-from olive.workflows.data_roles import SharedData, assign_data_roles, shared_data
+from olive.workflows.data_roles import SharedData, assign_data_roles
 
 
 @attrs.frozen
@@ -69,13 +69,16 @@ class PreparedWorkflow:
         return total
 
 
-def prepare(config_or_path: Any, **overrides: Any) -> PreparedWorkflow:
-    """Validate the workflow and resolve every pass config; raises before anything runs."""
+def prepare(config_or_path: Any, *, split_required: bool = False, **overrides: Any) -> PreparedWorkflow:
+    """Validate the workflow and resolve every pass config; raises before anything runs.
+
+    ``split_required``: data that passes fit on and metrics judge on, too small to split, is an error (``olive
+    optimize``) instead of being used whole by both with one warning (:mod:`olive.workflows.data_roles`).
+    """
     workflow = load_workflow_config(config_or_path, **overrides)
     # Read now, so a bad OLIVE_CACHE_MAX_SIZE is reported (exit 2) before anything runs.
     cache_limit = workflow.cache_max_size if workflow.cache_max_size is not None else configured_limit()
-    shared = tuple(shared_data(workflow))
-    workflow = assign_data_roles(workflow)
+    workflow, shared = assign_data_roles(workflow, split_required)
     _check_cache_dir(workflow.cache_dir)
     model = _check_input_model(workflow)
     _check_output_dir(workflow.output_dir, model)

@@ -14,6 +14,7 @@ from olive.cache.store import CacheStore, can_lock
 from olive.engine.engine import Engine
 from olive.engine.evaluation import ModelEvaluator
 from olive.engine.hooks import fire
+from olive.engine.memory import return_large_frees
 from olive.engine.output_writer import write_outputs
 from olive.exceptions import OliveError
 from olive.logs import OnceFilter, olive_logs, once_per_message
@@ -87,6 +88,7 @@ def _execute(prepared: PreparedWorkflow, show_progress: bool) -> WorkflowOutput:
 
 def _run_engine(prepared: PreparedWorkflow, cache: CacheStore, show_progress: bool) -> WorkflowOutput:
     workflow = prepared.workflow
+    return_large_frees()
     for shared in prepared.shared_data:
         # Once per run, as it changes what every figure of the run is measured on.
         (logger.info if shared.split else logger.warning)("%s", shared.describe())

@@ -52,6 +52,7 @@ OPTION_KEYS = (
     "pooling",
     "mask_input",
     "trim_padding",
+    "served_batch_size",
 )
 # Older Olive files give one sub type at the top level with these keys.
 _SINGLE_SUB_KEYS = ("higher_is_better", "goal", "priority", "metric_config")
@@ -112,7 +113,7 @@ class MetricType:
     #: the ranking tolerance of a sub type that gives none, and whether it is a fraction of the better value.
     default_tolerance: ClassVar[float] = 0.0
     relative_tolerance: ClassVar[bool] = False
-    #: whether ``trim_padding`` means something for this type.
+    #: whether ``trim_padding`` and ``served_batch_size`` mean something for this type (agreement's).
     takes_trim_padding: ClassVar[bool] = False
 
     # ------------------------------------------------------------------------------------------ parse
@@ -288,6 +289,14 @@ class MetricType:
                 found["trim_padding"][1],
                 f"trim_padding applies to agreement metrics only, not '{self.name}'; remove it",
             )
+        if "served_batch_size" in found and not self.takes_trim_padding:
+            raise config_error(
+                found["served_batch_size"][1],
+                f"served_batch_size applies to agreement metrics only, not '{self.name}'; remove it (a data config's "
+                "dataloader_config.batch_size sets the batches other metrics read)",
+            )
+        if "served_batch_size" in found:
+            options["served_batch_sizes"] = options.pop("served_batch_size")
         return options
 
 
@@ -306,7 +315,20 @@ _OPTIONS: dict[str, Callable[[Any, str], Any]] = {
     "mask_input": lambda value, where: expect(value, str, where, "the name of a model mask (a string)"),
     "pooling": _pooling,
     "trim_padding": lambda value, where: expect(value, bool, where, "true or false"),
+    "served_batch_size": lambda value, where: _batch_sizes(value, where),
 }
+
+
+def _batch_sizes(value: Any, where: str) -> tuple[int, ...]:
+    """``32`` or ``[1, 8, 32]`` -> the batch sizes, ascending, each once."""
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise config_error(where, "empty; give a batch size (e.g. 32) or a list of them (e.g. [1, 8, 32])")
+    sizes = [
+        whole_number(v, f"{where}[{i}]" if isinstance(value, list) else where, minimum=1, maximum=MAX_BATCH_SIZE)
+        for i, v in enumerate(values)
+    ]
+    return tuple(sorted(set(sizes)))
 
 
 def _check_settings(settings: Any, where: str) -> None:

@@ -65,6 +65,10 @@ class Metric:
     mask_input: str = "attention_mask"
     # Agreement only: run each batch-1 sample without its right padding, as a batch-1 service would.
     trim_padding: bool = False
+    # Agreement only: the batch sizes the model is served at (``served_batch_size``): the samples are shuffled
+    # with a fixed seed and batched together at each, and each figure is the worst over them. Empty: the data
+    # config's batches as they come.
+    served_batch_sizes: tuple[int, ...] = ()
     inline_data_config: DataConfig | None = attrs.field(default=None, eq=False, repr=False)
     json: dict[str, Any] = attrs.field(factory=dict, eq=False, repr=False)
     json_path: str = attrs.field(default="metric", eq=False, repr=False)

@@ -18,6 +18,7 @@ from olive.paths import OutputFileName, UnsafeName, check_plain_name
 
 if TYPE_CHECKING:
     import onnx
+    import onnx_ir
 
 # Protobuf cannot serialize a message of 2 GiB or more; bigger models must keep weights outside.
 _PROTOBUF_LIMIT = 2**31 - 1
@@ -102,21 +103,7 @@ def model_proto_to_file(
         if layout.size < _PROTOBUF_LIMIT:
             layout.write(output_path)
             return False
-    location = external_data_name or f"{output_path.name}.data"
-    try:
-        check_plain_name(location)
-    except UnsafeName as exc:
-        raise PassConfigError(
-            f"external_data_name '{location}' cannot be used: {exc}; give a plain file name such as 'model.onnx.data'"
-        ) from None
-    if location.casefold() == output_path.name.casefold():
-        # The weights would be written over the model file itself (or, on a case-insensitive disk, onto it).
-        raise PassConfigError(
-            f"external_data_name '{location}' is the name of the model file itself; give another name, such as "
-            f"'{output_path.name}.data'"
-        )
-    # onnx appends to an existing data file; the output folder is the pass's own, so a leftover is replaced.
-    (output_path.parent / location).unlink(missing_ok=True)
+    location = _external_location(output_path, external_data_name)
     if weights_dir is not None:
         _write_external(model, output_path, location, size_threshold, Path(weights_dir))
         return True
@@ -132,6 +119,27 @@ def model_proto_to_file(
         convert_attribute=convert_attribute,
     )
     return True
+
+
+def _external_location(output_path: Path, external_data_name: str | None, remove_leftover: bool = True) -> str:
+    """The external data file's name beside ``output_path``, checked, with a leftover of that name removed."""
+    location = external_data_name or f"{output_path.name}.data"
+    try:
+        check_plain_name(location)
+    except UnsafeName as exc:
+        raise PassConfigError(
+            f"external_data_name '{location}' cannot be used: {exc}; give a plain file name such as 'model.onnx.data'"
+        ) from None
+    if location.casefold() == output_path.name.casefold():
+        # The weights would be written over the model file itself (or, on a case-insensitive disk, onto it).
+        raise PassConfigError(
+            f"external_data_name '{location}' is the name of the model file itself; give another name, such as "
+            f"'{output_path.name}.data'"
+        )
+    if remove_leftover:
+        # onnx appends to an existing data file; the output folder is the pass's own, so a leftover is replaced.
+        (output_path.parent / location).unlink(missing_ok=True)
+    return location
 
 
 class _InlineLayout:
@@ -417,3 +425,98 @@ def model_proto_to_olive_model(
         external_initializers_file_name=external_initializers_file_name,
         constant_inputs_file_name=constant_inputs_file_name,
     )
+
+
+def ir_model_to_olive_model(
+    model: onnx_ir.Model,
+    output_model_path: str | Path,
+    external_data_config: Any = None,
+) -> ONNXModelHandler:
+    """Save an ONNX IR model (``onnx_ir``, which onnxscript's ``ir`` is) under ``output_model_path`` (a folder or
+    ``.onnx`` path) and return its handler: Microsoft Olive's helper of this name.
+
+    ``external_data_config`` as for :func:`model_proto_to_olive_model` (``save_as_external_data``,
+    ``external_data_name``); weights over protobuf's 2 GiB limit go to external data regardless.
+    """
+    import onnx_ir
+
+    path = Path(resolve_onnx_path(output_model_path))
+    weights = sum(
+        value.const_value.nbytes for value in model.graph.initializers.values() if value.const_value is not None
+    )
+    if bool(_get(external_data_config, "save_as_external_data", False)) or weights >= _PROTOBUF_LIMIT:
+        # onnx_ir writes the data file whole (not appending), and the model may still read its weights from a
+        # file of that name: nothing is removed first.
+        location = _external_location(path, _get(external_data_config, "external_data_name", None), False)
+        onnx_ir.save(model, str(path), external_data=location)
+        return ONNXModelHandler(model_path=str(path.parent), onnx_file_name=path.name)
+    # Weights the model still reads from its source's external data would be saved as references to a file that
+    # is not beside the new model: they are read in first.
+    onnx_ir.external_data.load_to_model(model)
+    onnx_ir.save(model, str(path))
+    return ONNXModelHandler(model_path=str(path))
+
+
+def fix_dim_params(model_proto: onnx.ModelProto, dim_params: list[str], dim_values: list[int]) -> None:
+    """Give the symbolic dimensions ``dim_params`` the sizes ``dim_values`` in ``model_proto`` (in place), and the
+    outputs the fixed shapes that follow: Microsoft Olive's helper of this name.
+
+    Raises :class:`PassConfigError` when the two lists differ in length or a size is negative.
+    """
+    from onnxruntime.tools.onnx_model_utils import make_dim_param_fixed
+
+    if len(dim_params) != len(dim_values):
+        raise PassConfigError(
+            f"dim_param has {len(dim_params)} name(s) but dim_value has {len(dim_values)} value(s); give one value "
+            "per name"
+        )
+    negative = [f"{name}={value}" for name, value in zip(dim_params, dim_values, strict=True) if value < 0]
+    if negative:
+        raise PassConfigError(f"dim_value must be >= 0; got {', '.join(negative)}")
+    for name, value in zip(dim_params, dim_values, strict=True):
+        make_dim_param_fixed(model_proto.graph, name, value)
+    _fix_output_shapes(model_proto)
+
+
+def fix_input_shapes(model_proto: onnx.ModelProto, input_names: list[str], input_shapes: list[list[int]]) -> None:
+    """Give the inputs ``input_names`` the fixed shapes ``input_shapes`` in ``model_proto`` (in place), and the
+    outputs the fixed shapes that follow: Microsoft Olive's helper of this name.
+
+    Raises :class:`PassConfigError` when the two lists differ in length, a size is not positive, or a name is
+    not an input of the model.
+    """
+    from onnxruntime.tools.onnx_model_utils import make_input_shape_fixed
+
+    if len(input_names) != len(input_shapes):
+        raise PassConfigError(
+            f"input_name has {len(input_names)} name(s) but input_shape has {len(input_shapes)} shape(s); give one "
+            "shape per input"
+        )
+    bad = [
+        f"{name}: {shape}" for name, shape in zip(input_names, input_shapes, strict=True) if min(shape, default=1) <= 0
+    ]
+    if bad:
+        raise PassConfigError(f"input_shape sizes must be > 0; got {'; '.join(bad)}")
+    inputs = [value.name for value in model_proto.graph.input]
+    unknown = [name for name in input_names if name not in inputs]
+    if unknown:
+        raise PassConfigError(
+            f"the model has no input {', '.join(map(repr, unknown))}; its inputs: {', '.join(inputs)}"
+        )
+    for name, shape in zip(input_names, input_shapes, strict=True):
+        make_input_shape_fixed(model_proto.graph, name, shape)
+    _fix_output_shapes(model_proto)
+
+
+def _fix_output_shapes(model_proto: onnx.ModelProto) -> None:
+    """Outputs whose shapes shape inference now fixes get those shapes (onnxruntime's symbolic inference: it knows
+    the contrib ops and large models)."""
+    from onnxruntime.tools.onnx_model_utils import is_fixed_size_tensor
+    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+
+    inferred = SymbolicShapeInference.infer_shapes(model_proto, auto_merge=True, guess_output_rank=True)
+    for index, output in enumerate(model_proto.graph.output):
+        if not is_fixed_size_tensor(output):
+            found = inferred.graph.output[index]
+            if is_fixed_size_tensor(found):
+                output.type.tensor_type.shape.CopyFrom(found.type.tensor_type.shape)
