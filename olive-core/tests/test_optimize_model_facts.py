@@ -30,3 +30,13 @@ def test_which_path_holds_which_model_is_one_rule(tmp_path: Path) -> None:
     assert not is_hugging_face_folder(two)
     with pytest.raises(WorkflowConfigError, match=r"holds 2 \.onnx files \(a\.onnx, b\.onnx\)"):
         read_model_facts(two)
+
+
+def test_a_hub_name_is_answered_with_the_command_that_saves_it(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(WorkflowConfigError) as raised:
+        read_model_facts("Qwen/Qwen2.5-0.5B")
+    message = str(raised.value)
+    # huggingface-hub 1.x ships only the hf command; the folder named is the one the command makes.
+    assert "hf download Qwen/Qwen2.5-0.5B --local-dir Qwen2.5-0.5B" in message
+    assert "huggingface-cli" not in message

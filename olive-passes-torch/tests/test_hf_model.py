@@ -91,7 +91,7 @@ def test_a_folder_that_is_not_a_model(tmp_path):
         "input_model.model_path",
         "not downloaded from the Hugging Face hub",
     )
-    assert "huggingface-cli download" in error.reason
+    assert "hf download " in error.reason and "huggingface-cli" not in error.reason
 
 
 def test_a_model_folder_without_weights(bert_dir, tmp_path):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from olive.cache.space import disk_full_reason
 from olive.exceptions import PassParamError, PassRunError, closest_match_hint
 from olive.passes import Pass, PassConfigParam
 from olive.passes.onnx.common import (
@@ -148,6 +150,10 @@ def _onnxoptimizer_optimize(path: Path, optimized: Path, passes: list[str] | Non
     try:
         onnxoptimizer_c.optimize_from_path(str(source), str(optimized), names, f"{optimized.name}.data")
     except Exception as exc:
+        # onnxoptimizer writes from C++: on a full disk it leaves a truncated file and then fails to parse it,
+        # and no ENOSPC reaches Python. Said here, while the partial file still fills the disk.
+        if disk_full_reason(optimized.parent, exc) is not None:
+            raise OSError(errno.ENOSPC, "onnxoptimizer's output was cut short by the full disk") from exc
         raise PassRunError(
             f"onnxoptimizer failed on '{path}' ({type(exc).__name__}: {exc}); "
             "set onnxoptimizer_optimize to false to skip it"

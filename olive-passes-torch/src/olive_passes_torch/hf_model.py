@@ -27,13 +27,13 @@ Written in a workflow with Microsoft Olive's keys::
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from olive.exceptions import PassConfigError, WorkflowConfigError, closest_match_hint
+from olive.model.hub import looks_like_hub_name, not_downloaded_message
 from olive_passes_torch._logs import routed_logs
 from olive_passes_torch.adapters import adapter_files, check_adapters, parse_adapters
 from olive_passes_torch.checked_folders import CheckedFolder, recall, remember
@@ -89,7 +89,6 @@ WEIGHT_FILES = (
     "model.safetensors.index.json",
     "pytorch_model.bin.index.json",
 )
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
 def checkpoint_tensor_names(folder: Path) -> set[str] | None:
@@ -523,11 +522,9 @@ def model_folder(value: Any, owner: str, base_dir: Path) -> Path:
     """The model folder, absolute; a hub name or a missing path is a :class:`WorkflowConfigError`."""
     path = resolve_path(value, owner, base_dir, "folder path")
     if not path.exists():
-        if isinstance(value, str) and _HUB_ID.match(value):
+        if looks_like_hub_name(value):
             raise WorkflowConfigError(
-                f"'{value}' is not a local folder; models are not downloaded from the Hugging Face hub here. Save it "
-                f"once where it can be downloaded (huggingface-cli download {value} --local-dir DIR, or "
-                "save_pretrained) and give that folder",
+                not_downloaded_message(value),
                 owner=owner,
             )
         raise WorkflowConfigError(f"'{value}' does not exist (looked at {path}); fix the path", owner=owner)

@@ -13,7 +13,6 @@ that read them (:attr:`ModelFacts.handler`), which the workflow then starts from
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ import attrs
 
 from olive.exceptions import ModelLoadError, WorkflowConfigError, closest_match_hint
 from olive.model.handler import OliveModelHandler, ONNXModelHandler
+from olive.model.hub import looks_like_hub_name, not_downloaded_message
 from olive.model.onnx_facts import (
     FUSED_ATTENTION_OPS,
     GraphFacts,
@@ -38,9 +38,6 @@ __all__ = ["FUSED_ATTENTION_OPS", "TOKENIZER_FILES", "ModelFacts", "model_facts_
 OPTION = "MODEL"
 #: files a folder holds when a tokenizer was saved in it (``tokenizer.save_pretrained``)
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "spiece.model")
-# A Hugging Face hub name (owner/name): the same rule and words as the HfModel type's (olive-passes-torch), which
-# olive-core cannot ask before the plugin is installed.
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 # Outputs whose values are class scores: agreement on them is the predicted class (top1).
 _CLASS_SCORE_WORDS = ("logit", "prob", "score", "class", "label")
 # Tasks of a Hugging Face model whose output is class (or token) scores.
@@ -138,11 +135,9 @@ def read_model_facts(model: str | Path, task: str | None = None, owner: str = OP
         local = _looks_local(path, str(model))
         if local is not None:
             raise WorkflowConfigError(local, owner=owner)
-        if _HUB_ID.match(str(model)):
+        if looks_like_hub_name(str(model)):
             raise WorkflowConfigError(
-                f"'{model}' is not a local folder; models are not downloaded from the Hugging Face hub here. Save it "
-                f"once where it can be downloaded (huggingface-cli download {model} --local-dir DIR, or "
-                "save_pretrained) and give that folder",
+                not_downloaded_message(str(model)),
                 owner=owner,
             )
         raise WorkflowConfigError(
