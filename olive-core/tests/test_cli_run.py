@@ -510,3 +510,17 @@ def test_cache_clean_deletes_only_the_cache_from_a_folder_holding_other_files(tm
     # clean_cache in the workflow goes through the same path.
     assert _invoke("run", "--config", str(_write(project / "wf.json", {**data, "clean_cache": True}))).exit_code == 0
     assert (project / "notes.txt").read_text() == "mine" and (project / "input" / "model.onnx").is_file()
+
+
+def test_the_summary_shows_metrics_that_have_no_priority(tmp_path: Path) -> None:
+    # A metric without a priority ranks nothing but was measured: the table shows it beside the objectives.
+    from engine_support import write_calibration
+
+    workflow = base_workflow(tmp_path, passes={"add": {"type": "AddMatMuls", "n": 1}})
+    data = write_calibration(tmp_path / "calib.npz")
+    metrics = (size_metric(), agreement_metric(priority=None))
+    config = _write(tmp_path / "wf.json", with_evaluator(workflow, *metrics, data=data))
+    result = _invoke("run", "--config", str(config))
+    assert result.exit_code == 0, result.output
+    candidates = result.stdout.split("Candidates", 1)[1].split("pass run(s)", 1)[0]
+    assert "cosine_mean" in candidates, result.stdout

@@ -212,9 +212,10 @@ def _print_summary(output) -> None:
 
     console = Console()
     data = report_data_from_output(output)
-    keys = [o.key for o in data.objectives] or sorted({k for n in data.candidates() for k in n.get("metrics") or {}})
-    # The guard's figures on the samples it fit on, beside those measured on others.
-    keys += [k for k in data.metric_keys() if k.startswith(FIT_PREFIX) and k not in keys]
+    # Objectives first, then what was measured without a priority (it ranks nothing, but a user asked for it),
+    # then the guard's figures on the samples it fit on, beside those measured on others.
+    measured = [k for k in data.metric_keys() if not k.startswith(FIT_PREFIX)]
+    keys = measured + [k for k in data.metric_keys() if k.startswith(FIT_PREFIX)]
     print_candidates(data, keys, console, title="Candidates")
     failed = sum(1 for n in output.footprint if n.status is Status.FAILED)
     pruned = sum(1 for n in output.footprint if n.status is Status.PRUNED)
