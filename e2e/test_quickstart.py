@@ -94,6 +94,11 @@ def test_quickstart_prints_the_table_and_the_chosen_path(quickstart: tuple[Path,
     assert not re.search(r"p50 [0-9.]+ → [0-9.]+ ms", out), out
     assert "latency-p50: each model timed apart" in " ".join(out.split())
     assert f"olive run --config {directory / 'quickstart.json'}" in out
+    # What set the chosen model before the next best, with values to the digits that differ (the table rounds).
+    because = footprint["chosen_because"]
+    assert because.startswith("chosen over ")
+    assert "decided (" in because or "tied on every objective" in because
+    assert because in " ".join(out.split()), out
     # the progress bar went to stderr
     assert "search" in result.stderr and "6/6" in result.stderr
 
@@ -119,6 +124,7 @@ def test_report_charts_every_candidate(quickstart: tuple[Path, subprocess.Comple
     assert {p["data-model-id"] for p in points} == candidates
     assert "http://" not in text and "https://" not in text
     assert "olive-passes-quant" in text and "olive-passes-graph" in text
+    assert "Chosen over " in text
 
 
 def test_olive_run_on_the_written_json_reuses_the_cache(quickstart: tuple[Path, subprocess.CompletedProcess]) -> None:

@@ -12,7 +12,7 @@ import pytest
 from engine_support import agreement_metric, make_registry, searched, with_evaluator
 
 import olive
-from olive.evaluator.goals import EXACT, Tolerance, indistinguishable, rank_candidates
+from olive.evaluator.goals import EXACT, Tolerance, indistinguishable, rank_candidates, why_chosen
 from olive.evaluator.result import MetricResult, SubMetricResult, recorded_noise
 from olive.hardware.accelerator import AcceleratorSpec
 from olive.measure import timing
@@ -161,3 +161,31 @@ def test_candidates_only_noise_separates_tie_and_the_first_tried_wins_or_the_fas
         # and nothing claims a tie.
         assert output.best.model_id == faster
         assert output.tied_model_ids == footprint["tied_model_ids"] == [] and note is None
+
+
+def _latency_then_size(ratio: float, noise: float, size: float) -> MetricResult:
+    return MetricResult(
+        {
+            "latency-ratio_p50": SubMetricResult(ratio, 1, False, noise),
+            "size-bytes": SubMetricResult(size, 2, False),
+        }
+    )
+
+
+def test_why_chosen_says_which_objective_decided_with_the_digits_that_differ():
+    tolerances = {"latency-ratio_p50": Tolerance(0.05, relative=True), "size-bytes": EXACT}
+    keys = ["latency-ratio_p50", "size-bytes"]
+    # 18% apart on latency but each measured to 22%: a tie; then 80 bytes in a megabyte decide.
+    results = {"small": _latency_then_size(0.60, 0.22, 991_120), "big": _latency_then_size(0.51, 0.22, 991_200)}
+    assert rank_candidates(results, keys, tolerances=tolerances)[0] == "small"
+    because = why_chosen(results, "small", keys, tolerances)
+    assert because is not None
+    assert because.startswith("chosen over big: tied on latency-ratio_p50 (0.6 against 0.51")
+    assert "timed rounds' spread of 31%" in because
+    assert "size-bytes decided (991,120 against 991,200)" in because
+    # Latency told apart: it decides, and size is not mentioned.
+    apart = {"fast": _latency_then_size(0.40, 0.01, 991_200), "slow": _latency_then_size(0.60, 0.01, 991_120)}
+    because = why_chosen(apart, "fast", keys, tolerances)
+    assert because == "chosen over slow: latency-ratio_p50 decided (0.4 against 0.6)"
+    # One candidate: nothing to say.
+    assert why_chosen({"only": results["small"]}, "only", keys, tolerances) is None

@@ -6,7 +6,14 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from olive.engine.results import Status
-from olive.evaluator.goals import indistinguishable, pareto_frontier, rank_candidates, tolerances_of, unmet_goals
+from olive.evaluator.goals import (
+    indistinguishable,
+    pareto_frontier,
+    rank_candidates,
+    tolerances_of,
+    unmet_goals,
+    why_chosen,
+)
 
 if TYPE_CHECKING:
     from olive.engine.footprint import FootprintNode
@@ -61,13 +68,12 @@ def choose_best(
             return
     output.best = rank(pool, results, output.objectives)[0]
     if keys and output.best.model_id in measured:
+        pool_results = {n.model_id: measured[n.model_id] for n in pool if n.model_id in measured}
+        tolerances = tolerances_of(output.objectives)
         # Said beside the winner: the objectives could not tell these apart from it, so it won by the order tried.
-        output.tied_model_ids = indistinguishable(
-            {n.model_id: measured[n.model_id] for n in pool if n.model_id in measured},
-            output.best.model_id,
-            keys,
-            tolerances_of(output.objectives),
-        )
+        output.tied_model_ids = indistinguishable(pool_results, output.best.model_id, keys, tolerances)
+        # A table rounds values that decided by a few bytes or a percent of noise: say what really decided.
+        output.chosen_because = why_chosen(pool_results, output.best.model_id, keys, tolerances)
 
 
 def _nothing_produced(footprint: Sequence[FootprintNode], stopped_by: str | None) -> str:

@@ -40,6 +40,9 @@ class WorkflowOutput:
     #: candidates that tie with ``best`` on every objective (within each tolerance and the timings' measured
     #: noise): ``best`` won only by being tried first
     tied_model_ids: list[str] = attrs.Factory(list)
+    #: what set ``best`` before the next best, objective by objective
+    #: (:func:`olive.evaluator.goals.why_chosen`)
+    chosen_because: str | None = None
 
     def get_best_candidate(self) -> FootprintNode | None:
         return self.best

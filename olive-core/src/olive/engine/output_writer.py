@@ -234,6 +234,7 @@ def write_outputs(output: WorkflowOutput, workflow: WorkflowConfig) -> Path:
                 "reason": output.reason,
                 "reference_model_id": output.reference_model_id,
                 "tied_model_ids": output.tied_model_ids,
+                "chosen_because": output.chosen_because,
                 "nodes": [node.to_json() for node in output.footprint],
                 "searched_params": output.searched_params,
             },

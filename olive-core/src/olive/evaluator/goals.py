@@ -271,6 +271,58 @@ def indistinguishable(
     return tied
 
 
+def _told_apart(first: float, second: float) -> tuple[str, str]:
+    """``first`` and ``second`` with the fewest significant digits (4 at least) that show them differ: a size
+    that decided by 80 bytes must not read as the same number twice. Whole numbers (bytes, counts) are whole."""
+    first, second = float(first), float(second)
+    if first.is_integer() and second.is_integer() and max(abs(first), abs(second)) < 1e15:
+        return f"{int(first):,}", f"{int(second):,}"
+    for digits in range(4, 16):
+        shown = f"{first:.{digits}g}", f"{second:.{digits}g}"
+        if shown[0] != shown[1]:
+            return shown
+    return shown
+
+
+def why_chosen(
+    results: Mapping[str, MetricResult],
+    best_id: str,
+    objectives: Sequence[str],
+    tolerances: Mapping[str, Tolerance] | None = None,
+) -> str | None:
+    """What set ``best_id`` before the next best of ``results``, objective by objective, in words; None with
+    nothing to compare. Each tie is said with what made it one (the tolerance or the timing's spread), and the
+    objective that decided with both values, shown to the digits that tell them apart."""
+    keys = list(objectives)
+    if not keys or best_id not in results:
+        return None
+    vectors = {i: _score_vector(r, keys) for i, r in results.items()}
+    others = {i: r for i, r in results.items() if i != best_id and vectors[i] is not None}
+    if vectors[best_id] is None or not others:
+        return None
+    runner_up = rank_candidates(others, keys, tolerances=tolerances)[0]
+    per_key = [(tolerances or {}).get(key, EXACT) for key in keys]
+    noises = {i: [measured_noise(results[i], key) for key in keys] for i in (best_id, runner_up)}
+    best, other = vectors[best_id], vectors[runner_up]
+    parts = []
+    for index, key in enumerate(keys):
+        shown = _told_apart(results[best_id][key].value, results[runner_up][key].value)
+        noise = _pair_noise(noises, best_id, runner_up, index)
+        tolerance = per_key[index]
+        high, low = max(best[index], other[index]), min(best[index], other[index])
+        if not tolerance.ties(high, low, noise):
+            parts.append(f"{key} decided ({shown[0]} against {shown[1]})")
+            break
+        if tolerance.relative and tolerance.value > 0 and high - low > tolerance.value * abs(high):
+            made_by = f"within the timed rounds' spread of {noise * 100:.0f}%"
+        else:
+            made_by = tolerance.describe().removesuffix(" ties") if tolerance.value > 0 else "equal"
+        parts.append(f"tied on {key} ({shown[0]} against {shown[1]}, {made_by})")
+    else:
+        parts.append("tied on every objective, so the candidate tried first")
+    return f"chosen over {runner_up}: " + "; ".join(parts)
+
+
 def rank_candidates(
     results: Mapping[str, MetricResult],
     objectives: Iterable[str] | None = None,

@@ -76,6 +76,7 @@ class ReportData:
     searched_params: dict[str, list[str]] | None = None
     #: candidates that tie with the chosen one on every objective (the chosen one was tried first)
     tied_model_ids: list[str] = attrs.Factory(list)
+    chosen_because: str | None = None
     generated: str = attrs.Factory(lambda: datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
 
     # ---------------------------------------------------------------------------------------------
@@ -297,6 +298,7 @@ def report_data_from_footprint(
         goals=dict(goals or {}),
         reference_model_id=footprint.get("reference_model_id"),
         tied_model_ids=_ids(footprint.get("tied_model_ids"), nodes),
+        chosen_because=_short_text(footprint.get("chosen_because")),
         deploy=list(deploy or []),
         searched_params=_searched_params(footprint.get("searched_params")),
     )
@@ -318,6 +320,11 @@ def _with_fit_figures(node: dict[str, Any]) -> dict[str, Any]:
         if isinstance(value, int | float) and not isinstance(value, bool)
     }
     return {**node, "metrics": {**node["metrics"], **figures}} if figures else node
+
+
+def _short_text(raw: Any) -> str | None:
+    # Read from a file: a sentence, or nothing.
+    return raw if isinstance(raw, str) and 0 < len(raw) <= 2000 else None
 
 
 def _ids(raw: Any, nodes: list[Mapping[str, Any]]) -> list[str]:
@@ -370,6 +377,7 @@ def report_data_from_output(output: Any, goals: Mapping[str, str] | None = None)
         "reason": output.reason,
         "reference_model_id": getattr(output, "reference_model_id", None),
         "tied_model_ids": getattr(output, "tied_model_ids", []),
+        "chosen_because": getattr(output, "chosen_because", None),
         "nodes": [node.to_json() for node in output.footprint],
         "searched_params": output.searched_params,
     }

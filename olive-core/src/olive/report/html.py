@@ -625,6 +625,9 @@ def render_report(data: ReportData) -> str:
             + (f". Goals: {_e(goals)}" if goals else "")
             + "</p>",
             f'<p class="rule">Ranking: {_e(data.ranking_rule)}.</p>',
+            f'<p class="rule">{_e(data.chosen_because[0].upper() + data.chosen_because[1:])}.</p>'
+            if data.chosen_because
+            else "",
             f'<p class="rule">Tie: {_e(data.tie_note)}.</p>' if data.tie_note else "",
             _summary(data),
             "<h2>Input model</h2>",

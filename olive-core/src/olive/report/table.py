@@ -274,5 +274,7 @@ def print_candidates(
     console.print(candidates_table(data, keys, console.width))
     if data.objectives:
         console.print(f"ranking: {data.ranking_rule}", highlight=False)
+    if data.chosen_because:
+        console.print(data.chosen_because, highlight=False, soft_wrap=True)
     if data.tie_note:
         console.print(f"tie: {data.tie_note}", highlight=False)
