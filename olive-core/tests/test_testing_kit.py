@@ -317,3 +317,15 @@ def test_run_watched_stops_a_silent_command_and_its_children() -> None:
     while Path(f"/proc/{grandchild}").exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not Path(f"/proc/{grandchild}").exists() or "Z" in Path(f"/proc/{grandchild}/stat").read_text().split()[2]
+
+
+def test_the_trained_decoders_cache_follows_olive_test_cache_then_xdg_cache_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from olive.testing.decoders import default_cache_dir
+
+    monkeypatch.delenv("OLIVE_TEST_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_dir() == tmp_path / "xdg" / "olive-testing"
+    monkeypatch.setenv("OLIVE_TEST_CACHE", str(tmp_path / "mine"))
+    assert default_cache_dir() == tmp_path / "mine"

@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 import uuid
 from pathlib import Path
@@ -258,15 +259,21 @@ _TRAINED = {
 
 
 def default_cache_dir() -> Path:
-    """``$OLIVE_TEST_CACHE`` when set, else ``~/.cache/olive-testing``."""
-    env = os.environ.get("OLIVE_TEST_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "olive-testing"
+    """``$OLIVE_TEST_CACHE`` when set, else ``olive-testing`` in the platform's user cache folder (which follows
+    ``$XDG_CACHE_HOME`` on Linux), beside the engine's own cache."""
+    env = os.environ.get("OLIVE_TEST_CACHE", "").strip()
+    if env:
+        return Path(env).expanduser()
+    from platformdirs import user_cache_path
+
+    return user_cache_path("olive-testing", appauthor=False)
 
 
 def trained_decoder(cache_dir: str | Path | None = None) -> Path:
     """The folder of a tiny Qwen2 (hidden 128, 2 layers, 768-token BPE) trained on :func:`calibration_text`.
 
-    Built on first use (about 20-40 s on two cores), then served from ``cache_dir`` (default
+    Built on first use (about 90-100 s on two cores, said on stderr while it trains), then served from
+    ``cache_dir`` (default
     :func:`default_cache_dir`) under a name that hashes the text, the recipe and the torch/transformers/
     tokenizers versions. Written into a temporary folder and renamed into place, so concurrent callers never
     see half a model. The folder is shared: read it, never write into it.
@@ -294,6 +301,8 @@ def trained_decoder(cache_dir: str | Path | None = None) -> Path:
         return final
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".trained-{uuid.uuid4().hex[:6]}-", dir=root))
+    # A minute and more of silence reads as a hang: say what runs, once per machine.
+    print(f"training the test kit's decoder once into {final} (about 90 s on two cores)", file=sys.stderr)
     try:
         _train_into(tmp, text)
         try:
