@@ -7,6 +7,7 @@ Hugging Face folders ``olive-passes-torch/tests/test_optimize_hf.py``.
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -239,3 +240,27 @@ def test_a_typo_in_a_local_path_is_not_taken_for_a_hub_id(tmp_path, monkeypatch)
     assert "the current folder has no 'modle' (did you mean 'model'?)" in line
     # A name that is not here and reads like a hub id still says how to get it.
     assert "--local-dir" in one_line_error(invoke("optimize", "Qwen/Qwen2.5-0.5B-Instruct", "--dry-run"))
+
+
+@pytest.mark.parametrize("header", [True, False])
+def test_a_numeric_csv_is_answered_with_the_command_that_saves_it_as_npz(tmp_path, no_passes, header) -> None:
+    # A float-input model and a table of numbers: samples, not text; nothing asks for a tokenizer or a plugin.
+    folder = tmp_path / "my data"
+    folder.mkdir()
+    model = save_model(mlp_model(in_features=4, hidden=8, out_features=2), folder / "mlp").model_path
+    rows = np.random.default_rng(0).standard_normal((40, 4)).astype(np.float32)
+    table = folder / "samples.csv"
+    lines = [",".join(f"{v:.6f}" for v in row) for row in rows]
+    table.write_text("\n".join((["a,b,c,d"] if header else []) + lines) + "\n")
+    error = one_line_error(invoke("optimize", str(model), "--data", str(table)))
+    assert "'samples.csv' holds numbers" in error and ".npz" in error
+    assert "tokenizer" not in error.split("(a .csv")[0] and "olive-passes-torch" not in error
+    command = error.split("Save it once as one: ", 1)[1].split("; then give --data ", 1)[0]
+    # The command works as pasted into bash (the folder has a space in its name).
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    saved = np.load(folder / "samples.npz")
+    np.testing.assert_allclose(saved["input"], rows, atol=1e-6)
+    # And the file it wrote is data --data takes: the command goes past the data checks.
+    result = invoke("optimize", str(model), "--data", str(folder / "samples.npz"), "--dry-run")
+    assert "samples.npz" not in (result.stderr or ""), result.output

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -205,6 +206,7 @@ def _one_source(
         _check_npz(path, facts, option)
         return DataSource("npz", path, samples=_npz_count(path))
     if suffix in TEXT_SUFFIXES:
+        _refuse_a_numeric_table(path, facts, option)
         if TEXT_CONTAINER not in containers:
             raise WorkflowConfigError(
                 f"'{path.name}' is text, which is read and tokenized by {_text_container_hint()}; or give an .npz "
@@ -225,6 +227,62 @@ def _one_source(
         f"text ({', '.join(TEXT_SUFFIXES)})",
         owner=option,
     )
+
+
+def _numbers(row: list[str]) -> bool:
+    try:
+        [float(cell) for cell in row]
+    except ValueError:
+        return False
+    return bool(row)
+
+
+def _refuse_a_numeric_table(path: Path, facts: ModelFacts, option: str) -> None:
+    """A .csv/.tsv of numbers for a model whose inputs are all floating point: that is samples, not text to
+    tokenize. Said first (before any tokenizer or plugin is asked for), with the command that saves it as the
+    .npz ``--data`` reads."""
+    import csv
+
+    if path.suffix.lower() not in (".csv", ".tsv") or not facts.inputs:
+        return
+    if not all(dtype.startswith("float") for _, _, dtype in facts.inputs):
+        return
+    delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+    try:
+        with path.open(encoding="utf-8", newline="") as file:
+            rows = [row for _, row in zip(range(3), csv.reader(file, delimiter=delimiter), strict=False)]
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return
+    header = 1 if rows and not _numbers(rows[0]) else 0
+    if len(rows) <= header or not all(_numbers(row) for row in rows[header:]):
+        return
+    target = path.with_suffix(".npz")
+    if len(facts.inputs) == 1:
+        how = f"Save it once as one: {_npz_command(path, target, facts.inputs[0], delimiter, header)}; then give "
+        how += f"--data {shlex.quote(str(target))}"
+    else:
+        names = ", ".join(name for name, _, _ in facts.inputs)
+        how = f"Save one array per input ({names}) with numpy.savez and give that file"
+    raise WorkflowConfigError(
+        f"'{path.name}' holds numbers, and '{facts.path.name}' takes floating-point inputs: a table of samples, "
+        f"which --data reads as an .npz of arrays keyed by input name (a .csv is read as text to tokenize). {how}",
+        owner=option,
+    )
+
+
+def _npz_command(
+    source: Path, target: Path, spec: tuple[str, tuple[Any, ...], str], delimiter: str, header: int
+) -> str:
+    """A bash command line that saves the table at ``source`` as ``target``, the array of the model's one input."""
+    name, shape, dtype = spec
+    load = f"np.loadtxt({str(source)!r}, delimiter={delimiter!r}, skiprows={header}, ndmin=2, dtype=np.{dtype})"
+    fixed = [d for d in shape[1:] if isinstance(d, int)]
+    if len(shape) > 2 and len(fixed) == len(shape) - 1:
+        load += f".reshape(-1, {', '.join(str(d) for d in fixed)})"
+    code = f"import numpy as np; np.savez({str(target)!r}, **{{{name!r}: {load}}})"
+    # Double quotes read best, and bash leaves the code alone inside them unless it holds one of these.
+    quoted = f'"{code}"' if not any(c in code for c in '"$`\\!') else shlex.quote(code)
+    return f"python3 -c {quoted}"
 
 
 def _text_container_hint() -> str:
