@@ -76,7 +76,7 @@ pre { background: #f6f8fa; padding: .5rem; overflow-x: auto; white-space: pre-wr
 svg.pareto-chart { max-width: 100%; height: auto; font-size: 12px; }
 svg .plot-area { fill: #fbfcfd; stroke: #d1d9e0; } svg .grid { stroke: #eaeef2; }
 svg .tick { fill: #59636e; } svg .axis-label { fill: #1f2328; font-weight: 600; }
-svg .front { fill: none; stroke: #1a7f37; stroke-width: 1.5; stroke-dasharray: 5 4; }
+svg .front { fill: none; stroke: #1a7f37; stroke-width: 1.5; stroke-dasharray: 5 4; pointer-events: none; }
 svg .candidate { stroke: #fff; stroke-width: 1; } svg .dominated { fill: #8c959f; }
 svg .pareto { fill: #1a7f37; } svg .missed-goals { fill: #cf222e; }
 svg .chosen-ring { fill: none; stroke: #0969da; stroke-width: 2.5; }
@@ -325,7 +325,8 @@ def _chart(data: ReportData) -> str:
         '<span><i class="swatch" style="background:#cf222e"></i>misses a goal</span>'
         '<span><i class="swatch" style="border:2.5px solid #0969da"></i>chosen</span>'
         '<span><i class="swatch" style="background:#9cc3f5;border-radius:0"></i>input model</span>'
-        "<span>dashed line: front of the two plotted objectives</span></p>"
+        + ("<span>dashed line: front of the two plotted objectives</span>" if 'class="front"' in svg else "")
+        + "</p>"
     )
     return svg + legend
 
