@@ -100,11 +100,11 @@ def test_a_strict_keep_asks_for_more_than_its_value_and_an_inclusive_one_for_the
 @pytest.mark.parametrize(
     ("text", "words"),
     [
-        ("cosine_min", "not 'metric op value'"),
+        ("cosine_min", "not 'metric=value'"),
         ("cosin_min>=0.9", "did you mean 'cosine_min'"),
         ("cosine_min<=0.9", "higher-is-better"),
         ("max_abs_diff>=0.1", "lower-is-better"),
-        ("cosine_min=0.9", "operator '='"),
+        ("cosine_min==0.9", "operator '=='"),
         ("cosine_min>=high", "'high' is not a number"),
         ("cosine_min>=1.5", "between -1 and 1"),
         ("top1>=2", "from 0 to 1"),

@@ -81,10 +81,10 @@ def _options(function: Any) -> Any:
             "--keep",
             "keeps",
             multiple=True,
-            help="What the chosen model must keep, 'metric op value', repeatable: cosine_mean, cosine_min (worst "
-            "sample), max_abs_diff, top1. Default: cosine_min>=0.97 and cosine_mean>=0.99; top1>=0.99 for class "
-            "scores. A decoder keeps perplexity (1.02x: a ratio to the float model's), top1_agreement, "
-            "next_token_kl on held-out text; default perplexity<=1.02x.",
+            help="What the chosen model must keep, 'metric=value' (at value or better; >=, <=, > and < work "
+            "quoted), repeatable: cosine_mean, cosine_min (worst sample), max_abs_diff, top1. Default: "
+            "cosine_min=0.97 and cosine_mean=0.99; top1=0.99 for class scores. A decoder keeps perplexity (1.02x: a "
+            "ratio to the float model's), top1_agreement, next_token_kl on held-out text; default perplexity=1.02x.",
         ),
         click.option(
             "--latency-budget",
