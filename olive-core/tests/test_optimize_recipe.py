@@ -820,3 +820,32 @@ def test_a_decoder_judged_on_validation_text_fits_its_guard_on_all_of_data(tmp_p
     assert recipe.workflow["passes"]["quantize"]["data_config"] == "data"
     assert metric(recipe.workflow, "perplexity")["data_config"] == "validation"
     assert "the guard fits on --data; perplexity and agreement are measured on --validation-data" in recipe.notes
+
+
+@pytest.mark.parametrize(
+    ("samples", "max_samples", "kept"), [(40, 64, 0.97), (20, 64, 0.95), (100, 64, 0.98), (400, 200, 0.99)]
+)
+def test_a_classifiers_default_keep_allows_one_flip_on_fewer_than_100_judged_samples(
+    tmp_path, samples, max_samples, kept
+) -> None:
+    # top1>=0.99 on 40 samples allows no flipped prediction: the first run of a classifier had no model.
+    proto = _renamed(mlp_model(), "output", "logits")
+    facts = read_model_facts(save_model(proto, tmp_path / "m").model_path)
+    assert facts.classifier
+    path = write_npz_dataset(tmp_path / "data.npz", proto, num_samples=samples)
+    recipe = build_workflow(facts, options(tmp_path, max_samples=max_samples), ALL, recipe_data(path, facts))
+    assert recipe.keeps == (Keep("top1", ">=", kept),)
+    relaxed = [n for n in recipe.notes if n.startswith("top1 is kept at")]
+    assert bool(relaxed) == (kept != CLASSIFIER_KEEPS[0].value), recipe.notes
+    # Dynamic quantization fits on nothing: every sample judges, and the note says so, not "half to fit".
+    assert "--data: every sample judges (metrics and keeps): no pass here fits on data, so it is not split" in (
+        recipe.notes
+    )
+    assert not any("half to fit" in n for n in recipe.notes)
+    # A keep given is the user's: never relaxed.
+    given = build_workflow(facts, options(tmp_path, keeps=(Keep("top1", ">=", 0.99),)), ALL, recipe_data(path, facts))
+    assert given.keeps == (Keep("top1", ">=", 0.99),)
+
+
+def recipe_data(path: Path, facts: ModelFacts) -> DataSource:
+    return data_source(path, facts, frozenset())

@@ -61,6 +61,7 @@ passes of olive-passes-genai, named in the workflow by type only:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -72,7 +73,7 @@ from olive.hardware.cpu import REDUCE_RANGE_REASON
 from olive.optimize.data import DATA_NAME, TEXT_SUFFIXES, VALIDATION_NAME, DataSource, data_config, synthetic_specs
 from olive.optimize.facts import ModelFacts
 from olive.optimize.keep import CLASSIFIER_KEEPS, DECODER_KEEPS, EMBEDDING_KEEPS, GUARD_METRICS, Keep
-from olive.optimize.options import DEFAULT_MAX_LENGTH, OptimizeOptions
+from olive.optimize.options import DEFAULT_MAX_LENGTH, DEFAULT_MAX_SAMPLES, OptimizeOptions
 from olive.plugins.install_hints import distribution_of_pass, install_line
 from olive.workflows.document import (
     AcceleratorEntry,
@@ -208,7 +209,10 @@ def build_workflow(facts: ModelFacts, options: OptimizeOptions, installed: Insta
     _add_quantization(passes, precision, facts, options, installed, data, keeps, notes)
     if not passes or list(passes) == ["convert"]:
         _nothing_to_optimize(facts, options, installed, precision)
-    notes.extend(_data_notes(options, data))
+    fits = _fits_on_data(passes)
+    if not options.keeps and facts.classifier:
+        keeps = _classifier_keeps(_judged_samples(options, data, fits), notes)
+    notes.extend(_data_notes(options, data, fits))
     # The guard's targets run loosest first: the first model that keeps everything is the fastest that does.
     stop = (
         "quantize" in passes
@@ -310,7 +314,45 @@ def _nothing_to_optimize(facts: ModelFacts, options: OptimizeOptions, installed:
     )
 
 
-def _data_notes(options: OptimizeOptions, data: DataSource) -> list[str]:
+def _fits_on_data(passes: Mapping[str, Any]) -> bool:
+    """Whether a pass names ``--data`` (calibration, a guard's checks): only then is it split into a fitting and
+    a judging half (:mod:`olive.workflows.data_roles`)."""
+
+    def names(value: Any) -> bool:
+        if isinstance(value, Mapping):
+            return value.get("data_config") == DATA_NAME or any(names(v) for v in value.values())
+        if isinstance(value, list):
+            return any(names(v) for v in value)
+        return False
+
+    return names(dict(passes))
+
+
+def _judged_samples(options: OptimizeOptions, data: DataSource, fits: bool) -> int | None:
+    """How many samples the keeps are judged on, where the files were counted."""
+    source = data.validation or data
+    if source.synthetic or source.samples is None:
+        return None
+    count = min(source.samples, options.max_samples) if options.max_samples else source.samples
+    return count // 2 if fits and data.split else count
+
+
+def _classifier_keeps(judged: int | None, notes: list[str]) -> tuple[Keep, ...]:
+    """The default keep of class scores: 99 predictions in 100, or, judged on fewer than 100 samples (where 0.99
+    allows no flipped prediction at all), one flip in the samples judged, said in a note."""
+    (default,) = CLASSIFIER_KEEPS
+    if judged is None or judged * (1 - default.value) >= 1:
+        return CLASSIFIER_KEEPS
+    value = math.floor((1 - 1 / judged) * 100) / 100 if judged > 1 else 0.0
+    notes.append(
+        f"top1 is kept at {value:g}, not {default.value:g}: on {judged} judged sample(s) {default.value:g} allows no "
+        f"flipped prediction; judge on 100 samples or more (--max_samples, default {DEFAULT_MAX_SAMPLES}) for the "
+        f"tighter default, or give --keep top1={default.value:g}"
+    )
+    return (Keep("top1", ">=", value),)
+
+
+def _data_notes(options: OptimizeOptions, data: DataSource, fits: bool = True) -> list[str]:
     """What the summary says about the data: samples left out, the text field, how fitting and judging split."""
     notes = []
     for option, source in (("--data", data), ("--validation-data", data.validation)):
@@ -323,7 +365,9 @@ def _data_notes(options: OptimizeOptions, data: DataSource) -> list[str]:
             )
         if source.text_field != "text":
             notes.append(f"{option}: the text of each sample is its field '{source.text_field}' (its only field)")
-    if data.split:
+    if data.split and not fits:
+        notes.append("--data: every sample judges (metrics and keeps): no pass here fits on data, so it is not split")
+    elif data.split:
         notes.append(f"--data: {SPLIT_RULE} (give --validation-data FILE to judge on other samples)")
     elif data.validation is not None:
         notes.append("the passes fit on --data; every figure and keep is measured on --validation-data")

@@ -12,7 +12,7 @@ import math
 from typing import TYPE_CHECKING
 
 from olive.engine.results import Status
-from olive.optimize.keep import Keep
+from olive.optimize.keep import GUARD_METRICS, Keep
 from olive.report.table import spread_words
 
 if TYPE_CHECKING:
@@ -234,6 +234,12 @@ def closest_miss(output: WorkflowOutput, keeps: tuple[Keep, ...], budget: float 
     at = f" at {ratio:.2f}x the input's latency" if ratio is not None else ""
     wanted = " and ".join(str(k) for k in keeps) + (f" within {budget:g}x latency" if budget is not None else "")
     tries = ["loosen --keep"]
+    if not any(k.metric in GUARD_METRICS for k in keeps):
+        # top1 alone leaves the accuracy guard out: a keep it aims at brings it in.
+        tries.append(
+            "add --keep cosine_mean=0.99 to bring in the accuracy guard (it keeps the nodes whose outputs "
+            "change most in float)"
+        )
     if budget is not None:
         tries.append("raise --latency-budget")
     tries.append("give more representative --data" if any(k.metric == "cosine_min" for k in keeps) else "")
