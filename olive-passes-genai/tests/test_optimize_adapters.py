@@ -140,6 +140,9 @@ def test_olive_optimize_with_two_adapters_builds_the_base_once_and_writes_and_me
     said = result.output
     assert "Search: build (ModelBuilder) > quantize (OnnxGuardedInt4)" in said
     assert "2 adapter(s) (a, b): the base is built once" in said
+    # The guard held its goal with each adapter active too.
+    guard = next(line for line in said.splitlines() if "the guard's own check" in line)
+    assert ", with a active " in guard and ", with b active " in guard, guard
     # One int4 base, one adapter file per adapter.
     assert {"a.onnx_adapter", "b.onnx_adapter", "model.onnx", "genai_config.json"} <= {p.name for p in out.iterdir()}
     workflow = json.loads((out / "optimize_workflow.json").read_text())
@@ -208,3 +211,57 @@ def test_an_adapter_of_another_base_is_exit_2_naming_the_adapter_and_the_fix(ada
     assert line.startswith(f"Error: --adapter w={wrong}: adapter 'w' was trained on {other}"), line
     assert "give the adapter with the model it was trained on" in line and "\n" not in line
     assert not (tmp_path / "out").exists()
+
+
+# --------------------------------------------------------------------------------------------- the int4 guard
+def test_the_int4_guards_goal_holds_with_each_adapter_active_on_its_own_text(
+    adapted, float_build, held_out_file, tmp_path
+):
+    from olive_passes_genai.guarded_int4 import OnnxGuardedInt4
+
+    from olive.testing import run_pass
+
+    # Adapter a's own text: the guard checks on its first half, the second half is held out from it.
+    lines = adapted["a_text"].read_text().splitlines()
+    own, held_out = tmp_path / "a-own.txt", tmp_path / "a-held-out.txt"
+    own.write_text("\n".join(lines[: len(lines) // 2]) + "\n")
+    held_out.write_text("\n".join(lines[len(lines) // 2 :]) + "\n")
+    config = {
+        "data_path": str(held_out_file),
+        "goal_metric": "perplexity_ratio",
+        "goal_value": 1.02,
+        "window": 96,
+        "max_windows": 8,
+        "adapter_data_paths": {"a": str(own)},
+    }
+    out = run_pass(OnnxGuardedInt4, float_build, config, output_dir=tmp_path / "guarded")
+    facts = out.model_attributes["guarded_int4"]
+    adapters = facts["adapters"]
+    assert set(adapters) == {"a", "b"}
+    assert adapters["a"]["text"] == f"4 window(s) of '{own}'" and adapters["b"]["text"].endswith("the judging windows")
+    # Every candidate the guard checked was checked with each adapter active too, each against the float model with
+    # it: values of their own, and the chosen one meets the goal with every adapter.
+    assert adapters["a"]["keeps_tried"].keys() == adapters["b"]["keeps_tried"].keys() == facts["keeps_tried"].keys()
+    assert adapters["a"]["keeps_tried"] != facts["keeps_tried"] != adapters["b"]["keeps_tried"]
+    assert facts["goal"]["held"] and all(a["held_out_value"] <= 1.02 for a in adapters.values())
+    # The adapter slots survive: the int4 base with a active keeps the goal on a's text the guard never saw.
+    assert {"a.onnx_adapter", "b.onnx_adapter"} <= {p.name for p in out.folder.iterdir()}
+    metric = {"name": "m", "user_config": {"data_path": str(held_out), "window": 96, "max_windows": 4, "adapter": "a"}}
+    ratio = (
+        metrics.perplexity(out, metric, None)["perplexity"]
+        / metrics.perplexity(float_build, metric, None)["perplexity"]
+    )
+    assert ratio <= 1.02, ratio
+
+
+def test_the_guard_refuses_text_for_an_adapter_the_model_does_not_have(float_build, held_out_file, tmp_path):
+    from olive_passes_genai.guarded_int4 import OnnxGuardedInt4
+
+    from olive.exceptions import PassParamError
+    from olive.testing import run_pass
+
+    config = {"data_path": str(held_out_file), "window": 96, "max_windows": 4, "adapter_data_paths": {"c": "c.txt"}}
+    with pytest.raises(
+        PassParamError, match=r"names c, which the model has no adapter file for \(its adapters: a, b\)"
+    ):
+        run_pass(OnnxGuardedInt4, float_build, config, output_dir=tmp_path)

@@ -342,8 +342,15 @@ def _guard_facts(node: FootprintNode) -> str | None:
         return None
     op = ">=" if goal.get("metric") == "top1_agreement" else "<="
     reached = "" if goal.get("held", True) else ", not reached with the most 8-bit MatMuls it may keep"
+    adapters = guard.get("adapters") if isinstance(guard.get("adapters"), dict) else {}
+    # The goal held with each adapter active too, each against the float model with it.
+    each = "".join(
+        f", with {name} active {facts['held_out_value']:.4f}"
+        for name, facts in adapters.items()
+        if isinstance(facts, dict) and isinstance(facts.get("held_out_value"), int | float)
+    )
     return (
-        f"the guard's own check on the text it fit on: {goal.get('metric')} {value:.4f} (its goal {op} "
+        f"the guard's own check on the text it fit on: {goal.get('metric')} {value:.4f}{each} (its goal {op} "
         f"{goal.get('value')}{reached}), {len(kept)} of {total} MatMuls kept at 8 bits"
     )
 
