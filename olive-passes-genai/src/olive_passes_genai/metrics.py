@@ -216,14 +216,20 @@ class _Merged:
     """PyTorch running the base with a PEFT adapter merged (``merge_and_unload``): the reference an adapter's
     agreement is measured against."""
 
-    def __init__(self, base: Path, adapter: Path):
-        import peft
-        import torch
-        import transformers
-
+    def __init__(self, base: Path, adapter: Path, what: str):
+        try:
+            import peft
+            import torch
+            import transformers
+        except ImportError as exc:
+            raise OliveError(
+                f"{what}: its agreement is measured against PyTorch with it merged, which needs {exc.name}; install "
+                "it (pip install olive-passes-genai[adapters])"
+            ) from None
         self.torch = torch
         model = transformers.AutoModelForCausalLM.from_pretrained(str(base), local_files_only=True)
-        self.model = peft.PeftModel.from_pretrained(model, str(adapter)).merge_and_unload().eval()
+        # In float32 whatever the checkpoint's dtype: the float build it is compared with is fp32.
+        self.model = peft.PeftModel.from_pretrained(model, str(adapter)).merge_and_unload().float().eval()
 
     def window_logits(self, tokens: np.ndarray) -> np.ndarray:
         import numpy as np
@@ -271,7 +277,7 @@ def _merged_reference(model: Any, name: str, metric: Mapping[str, Any]) -> _Merg
             f"{what}: its base model '{base}' is not a local Hugging Face folder; give user_config.base_model (the "
             "folder the adapter was trained on)"
         )
-    return _Merged(Path(base), Path(folder))
+    return _Merged(Path(base), Path(folder), what)
 
 
 def _tokens(decoder: _Decoder, metric: Mapping[str, Any], data: Any, count: int) -> np.ndarray:
