@@ -6,6 +6,7 @@ adapter's figures; an adapter that does not fit is exit 2 naming it and the fix.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -211,6 +212,15 @@ def test_an_adapter_of_another_base_is_exit_2_naming_the_adapter_and_the_fix(ada
     assert line.startswith(f"Error: --adapter w={wrong}: adapter 'w' was trained on {other}"), line
     assert "give the adapter with the model it was trained on" in line and "\n" not in line
     assert not (tmp_path / "out").exists()
+    # An adapter whose weights are not of the rank its config says: named, with the shapes.
+    liar = shutil.copytree(adapted["a"], tmp_path / "liar")
+    config = json.loads((liar / "adapter_config.json").read_text())
+    config["r"] = 4
+    (liar / "adapter_config.json").write_text(json.dumps(config))
+    result = _optimize(adapted["base"], "--adapter", f"liar={liar}", "-o", tmp_path / "out", "--dry-run")
+    assert result.exit_code == 2, result.output
+    line = result.stderr.strip()
+    assert line.startswith(f"Error: --adapter liar={liar}: adapter 'liar'") and "rank is 4" in line, line
 
 
 # --------------------------------------------------------------------------------------------- the int4 guard
