@@ -292,3 +292,42 @@ def test_keep_equals_reads_at_the_value_or_better() -> None:
     assert parse_keep("max_abs_diff=0.01") == Keep("max_abs_diff", "<=", 0.01)
     assert parse_keep("perplexity=1.02x") == Keep("perplexity", "<=", 1.02, relative=True)
     assert parse_keep("top1_agreement=0.98") == parse_keep("top1_agreement>=0.98")
+
+
+def _peft_folder(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "adapter_config.json").write_text('{"peft_type": "LORA", "r": 8}', encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("adapter", "words"),
+    [
+        ("legal", "--adapter: 'legal' is not NAME=PATH; give each adapter a name and its PEFT folder"),
+        ("=ADAPTER", "is not NAME=PATH; give each adapter a name"),
+        ("-x=ADAPTER", "the name '-x' names the adapter's file and what a server activates; use letters"),
+        ("legal=MISSING", "adapter 'legal' has no folder at "),
+        ("legal=EMPTY", "has no adapter_config.json, so it is not a PEFT adapter folder"),
+    ],
+)
+def test_a_bad_adapter_flag_is_exit_code_2_naming_the_adapter_and_the_fix(bert, tmp_path, adapter, words) -> None:
+    model, _ = bert
+    (tmp_path / "empty").mkdir()
+    paths = {
+        "ADAPTER": str(_peft_folder(tmp_path / "a")),
+        "MISSING": str(tmp_path / "nope"),
+        "EMPTY": str(tmp_path / "empty"),
+    }
+    for key, path in paths.items():
+        adapter = adapter.replace(key, path)
+    line = one_line_error(invoke("optimize", str(model), "--adapter", adapter, "--dry-run"))
+    assert words in line
+
+
+def test_an_adapter_given_twice_or_for_a_model_that_is_not_a_decoder_is_exit_code_2(bert, tmp_path) -> None:
+    model, _ = bert
+    a, b = _peft_folder(tmp_path / "a"), _peft_folder(tmp_path / "b")
+    twice = one_line_error(invoke("optimize", str(model), "--adapter", f"x={a}", "--adapter", f"x={b}", "--dry-run"))
+    assert "a second adapter named 'x'; give each adapter its own name" in twice
+    line = one_line_error(invoke("optimize", str(model), "--adapter", f"x={a}", "--dry-run"))
+    assert "--adapter: " in line and "is not a decoder" in line and "merge_and_unload" in line

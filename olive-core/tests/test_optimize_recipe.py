@@ -849,3 +849,36 @@ def test_a_classifiers_default_keep_allows_one_flip_on_fewer_than_100_judged_sam
 
 def recipe_data(path: Path, facts: ModelFacts) -> DataSource:
     return data_source(path, facts, frozenset())
+
+
+def test_a_decoder_with_adapters_is_built_once_with_their_inputs_and_measured_with_each_active(tmp_path):
+    facts = decoder(tmp_path)
+    adapters = (("legal", tmp_path / "legal"), ("chat", tmp_path / "chat"))
+    recipe = build_workflow(facts, options(tmp_path, adapters=adapters), Installed(GENAI), text(tmp_path))
+    workflow = recipe.workflow
+    assert recipe.adapters == ("legal", "chat")
+    assert workflow["input_model"]["adapters"] == {"legal": str(tmp_path / "legal"), "chat": str(tmp_path / "chat")}
+    # One build, whose output (the float model every figure compares with) runs every adapter and none.
+    assert list(workflow["passes"]) == ["build", "quantize"]
+    assert workflow["passes"]["build"]["extract_adapters"] is True
+    for name in ("legal", "chat"):
+        adapter = {"adapter": name, "adapter_path": str(tmp_path / name), "base_model": str(facts.path)}
+        for kind in ("perplexity", "top1_agreement"):
+            entry = metric(workflow, f"{kind}@{name}")
+            assert entry["type"] == kind and entry["data_config"] == "data"
+            assert adapter.items() <= entry["user_config"].items()
+            assert "goal" not in entry["sub_types"][0] and "priority" not in entry["sub_types"][0]
+        speed = metric(workflow, f"speed@{name}")
+        assert speed["type"] == "decode_tokens_per_s" and adapter.items() <= speed["user_config"].items()
+    # The base's own metrics, goals and objective are as without adapters.
+    assert subs(workflow, "perplexity")["perplexity"]["goal"] == {"type": "percent-max-degradation", "value": 2.0}
+    assert subs(workflow, "speed")["ratio_decode_tokens_per_s"]["priority"] == 1
+    assert any(n.startswith("2 adapter(s) (legal, chat): the base is built once") for n in recipe.notes)
+    # Without adapters nothing of them is written.
+    plain = build_workflow(facts, options(tmp_path), Installed(GENAI), text(tmp_path)).workflow
+    assert "adapters" not in plain["input_model"] and "extract_adapters" not in plain["passes"]["build"]
+    # Without text: no perplexity, agreement on random token ids.
+    synthetic = build_workflow(facts, options(tmp_path, adapters=adapters[:1]), Installed(GENAI), SYNTHETIC).workflow
+    names = {m["name"] for m in synthetic["evaluators"]["optimize"]["metrics"]}
+    assert {"top1_agreement@legal", "speed@legal"} <= names and "perplexity@legal" not in names
+    assert metric(synthetic, "top1_agreement@legal")["user_config"]["synthetic"] is True

@@ -14,6 +14,8 @@ initializers beside the base weight. The output's ``model_attributes["adapters"]
 folder, content digest) for ``ExtractAdapters``, which turns those weights into inputs and writes one adapter file
 per adapter. An ``adapter_path`` in ``extra_options`` is the builder's own and wins. At int4 and int8 the adapter's
 MatMuls are left out of the quantizing step: they stay float MatMuls, which ExtractAdapters turns into inputs.
+``extract_adapters: true`` runs ExtractAdapters (its defaults) on the build within the pass, so its output, the
+model a workflow's metrics compare with, is the base with adapter inputs, which runs with any adapter or none.
 
 Checked before anything is built (a config error, ``olive run`` exits 2): a precision the target's execution
 provider cannot run (fp16 and bf16 need a GPU provider), an architecture the installed builder does not know, a
@@ -120,6 +122,13 @@ class ModelBuilder(Pass):
                 required=True,
                 description=f"Precision of the model's weights: {', '.join(PRECISIONS)} (fp16 and bf16 need a GPU "
                 "execution provider).",
+            ),
+            "extract_adapters": PassConfigParam(
+                type_=bool,
+                default_value=False,
+                description="With an HfModel with adapters: the output is ExtractAdapters' (its defaults) on the "
+                "build, the LoRA weights inputs with empty defaults and one .onnx_adapter per adapter, so the float "
+                "build a workflow compares with runs every adapter and the base.",
             ),
             "search": PassConfigParam(
                 type_=dict | None,
@@ -346,7 +355,23 @@ class ModelBuilder(Pass):
         if adapters:
             attributes["adapters"] = adapters
             attributes["adapter_built_in"] = next(iter(adapters))
-        return GenAIModelHandler(str(output), model_attributes=attributes)
+        built = GenAIModelHandler(str(output), model_attributes=attributes)
+        if adapters and config.extract_adapters:
+            return self._extract(built, output)
+        return built
+
+    def _extract(self, built: GenAIModelHandler, output: Path) -> GenAIModelHandler:
+        """ExtractAdapters (its defaults) on the build, into ``output``: the build moves aside first."""
+        from olive_passes_genai.adapters import ExtractAdapters
+
+        staging = Path(tempfile.mkdtemp(prefix=f".{output.name}-with-adapter-", dir=output.parent))
+        try:
+            for path in output.iterdir():
+                path.replace(staging / path.name)
+            moved = GenAIModelHandler(str(staging), model_attributes=built.model_attributes)
+            return ExtractAdapters(self.accelerator_spec, {}).run(moved, str(output))
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
 
 
 def adapter_records(model: OliveModelHandler) -> dict[str, dict[str, str]]:

@@ -57,6 +57,12 @@ passes of olive-passes-genai, named in the workflow by type only:
 - **Judge** on the judging half of the text (the data-roles split: the guard never saw it): decode tokens/s as a
   ratio to the float model's, timed in alternating rounds through ``onnxruntime_genai.Generator``; perplexity and
   next-token top-1 agreement on fixed windows; size. The keeps (default ``perplexity<=1.02x``) are goals.
+- **Adapters** (``--adapter NAME=PATH``, PEFT LoRA folders of the model): the float build carries an input for
+  each adapted weight (``ModelBuilder``'s ``extract_adapters``: float whatever the precision, empty by default so
+  the base runs with none) and one ``NAME.onnx_adapter`` per adapter, which every later model keeps. Each adapter
+  is measured with it active, under metrics named ``<type>@NAME``: perplexity on the judging text, top-1 agreement
+  against PyTorch with the adapter merged, decode tokens/s as a ratio to the same model with no adapter (timed in
+  alternating rounds). The keeps hold for the base.
 """
 
 from __future__ import annotations
@@ -147,6 +153,8 @@ class Recipe:
     decoder: bool = False
     #: the batch sizes agreement and keeps are measured at (empty: the data's own batches, or synthetic inputs)
     batch_sizes: tuple[int, ...] = ()
+    #: a decoder's adapters (``--adapter``), each measured with it active under metrics named ``<type>@<name>``
+    adapters: tuple[str, ...] = ()
 
     @property
     def workflow(self) -> dict[str, Any]:
@@ -195,6 +203,13 @@ def build_workflow(facts: ModelFacts, options: OptimizeOptions, installed: Insta
     if facts.decoder:
         return _decoder_workflow(facts, options, installed, data)
     _check_encoder(facts, options)
+    if options.adapters:
+        raise WorkflowConfigError(
+            f"'{facts.path.name}' is not a decoder (a Hugging Face causal language model), and LoRA adapters are "
+            "built here for decoders only; leave --adapter out, or merge the adapter (peft's merge_and_unload) and "
+            "give the merged folder",
+            owner="--adapter",
+        )
     notes: list[str] = []
     sizes = served_batch_sizes(facts, options, data, notes)
     options = attrs.evolve(options, batch_sizes=sizes)
@@ -402,7 +417,7 @@ def _document(
     """Every ``olive optimize`` workflow: its passes, data and metrics on the target, judged in one evaluator."""
     return WorkflowDocument(
         workflow_id=WORKFLOW_ID,
-        input_model=_input_model(facts),
+        input_model=_input_model(facts, options),
         systems={SYSTEM: SystemEntry(type="LocalSystem", accelerators=[_accelerator(options, installed)])},
         target=SYSTEM,
         data_configs=data_configs,
@@ -818,6 +833,9 @@ def _decoder_workflow(facts: ModelFacts, options: OptimizeOptions, installed: In
         )
     # The builder's int4 settings would be searched by default; the float build is one model, the reference.
     build = {"type": BUILDER, "precision": "fp16" if precision == "fp16" else "fp32"}
+    if options.adapters:
+        # The float build every figure compares with carries the adapter inputs, so it runs every adapter too.
+        build["extract_adapters"] = True
     build.update(dict.fromkeys(("int4_block_size", "int4_is_symmetric", "int4_algo_config"), "DEFAULT_VALUE"))
     passes: dict[str, Any] = {"build": build}
     block = options.block_size or 32
@@ -834,6 +852,15 @@ def _decoder_workflow(facts: ModelFacts, options: OptimizeOptions, installed: In
             )
     judged = VALIDATION_NAME if data.validation is not None else DATA_NAME
     metrics = _decoder_metrics(keeps, judged if text else None, window)
+    metrics += _adapter_metrics(facts, options, judged if text else None, window)
+    if options.adapters:
+        notes.append(
+            f"{len(options.adapters)} adapter(s) ({', '.join(n for n, _ in options.adapters)}): the base is built "
+            "once with an input for each adapted weight (float, whatever the precision), each adapter is written as "
+            "NAME.onnx_adapter and measured with it active: "
+            + ("perplexity, " if text else "")
+            + "top1_agreement against PyTorch with it merged, decode tokens/s against no adapter"
+        )
     # The HfModel is not evaluated itself: every figure compares with the first pass's output, the float build.
     # The guard's goals run loosest first: the first model that keeps everything is the smallest that does.
     stop = isinstance(passes.get("quantize", {}).get("goal_value"), dict)
@@ -859,7 +886,8 @@ def _decoder_workflow(facts: ModelFacts, options: OptimizeOptions, installed: In
             "answers, .txt one sample per line or .jsonl) to fit the int4 guard on it and to judge perplexity and "
             "agreement on text it did not fit on"
         )
-    return Recipe(workflow, tuple(keeps), None, tuple(notes), data.synthetic, decoder=True)
+    adapters = tuple(name for name, _ in options.adapters)
+    return Recipe(workflow, tuple(keeps), None, tuple(notes), data.synthetic, decoder=True, adapters=adapters)
 
 
 def _check_decoder_options(facts: ModelFacts, options: OptimizeOptions, data: DataSource) -> None:
@@ -983,10 +1011,53 @@ def _decoder_metrics(keeps: tuple[Keep, ...], judged: str | None, window: int) -
     return metrics
 
 
+def adapter_metric_name(metric_type: str, adapter: str) -> str:
+    """The name of a metric measured with ``adapter`` active: ``perplexity@legal``."""
+    return f"{metric_type}@{adapter}"
+
+
+def _adapter_metrics(
+    facts: ModelFacts, options: OptimizeOptions, judged: str | None, window: int
+) -> list[dict[str, Any]]:
+    """Per adapter, with it active (olive-passes-genai's metrics take ``user_config.adapter``): perplexity on the
+    judging text, top-1 agreement with PyTorch running the base with the adapter merged, and decode tokens/s
+    against the same model with no adapter. Figures, not goals: the keeps hold for the base."""
+    data_ref: dict[str, Any] = {"data_config": judged} if judged else {}
+    synthetic = {} if judged else {"synthetic": True}
+    windows = {"window": window, "max_windows": DECODER_MAX_WINDOWS, **synthetic}
+    metrics: list[dict[str, Any]] = []
+    for name, folder in options.adapters:
+        adapter = {"adapter": name, "adapter_path": str(folder), "base_model": str(facts.path)}
+        quality = ["perplexity", "top1_agreement"] if judged else ["top1_agreement"]
+        metrics += [
+            {
+                "name": adapter_metric_name(kind, name),
+                "type": kind,
+                **data_ref,
+                "sub_types": [{"name": kind}],
+                "user_config": {**windows, **adapter},
+            }
+            for kind in quality
+        ]
+        metrics.append(
+            {
+                "name": adapter_metric_name("speed", name),
+                "type": "decode_tokens_per_s",
+                **data_ref,
+                "sub_types": [{"name": "ratio_decode_tokens_per_s"}, {"name": "decode_tokens_per_s"}],
+                "user_config": {**DECODE_SETTINGS, **synthetic, **adapter},
+            }
+        )
+    return metrics
+
+
 # --------------------------------------------------------------------------------------------- model, target
-def _input_model(facts: ModelFacts) -> InputModelEntry:
+def _input_model(facts: ModelFacts, options: OptimizeOptions) -> InputModelEntry:
     task = facts.task if facts.model_type == "HfModel" else None
-    return InputModelEntry(type=facts.model_type, model_path=str(facts.path), task=task, handler=facts.handler)
+    adapters = {name: str(folder) for name, folder in options.adapters}
+    return InputModelEntry(
+        type=facts.model_type, model_path=str(facts.path), task=task, adapters=adapters, handler=facts.handler
+    )
 
 
 def _accelerator(options: OptimizeOptions, installed: Installed) -> AcceleratorEntry:
