@@ -86,7 +86,9 @@ def test_optimize_a_transformer_with_data_then_rerun_its_workflow_from_the_cache
         "every keep" in first.stdout
     )
     assert "Note:   --data: half to fit (passes), half to judge (metrics and goals)" in first.stdout
-    assert "Note:   no transformer fusion: with int8 weights the unfused graph ran faster" in first.stdout
+    assert "Note:   no transformer fusion: a default from benchmarks/bench_optimize.py, not measured on this CPU" in (
+        first.stdout
+    )
     assert "Goal:   the fastest model that keeps cosine_min>=0.97 and cosine_mean>=0.99" in first.stdout
     assert "Chosen model, against the input model:" in first.stdout
     for words in (

@@ -484,7 +484,11 @@ def _add_fusion(
             # weights the fused graph (QAttention) ran 7-17% slower than the unfused one in every paired timing,
             # and a search between the two picked either on a busy machine, where their ratios to the input
             # model drift apart by as much.
-            notes.append("no transformer fusion: with int8 weights the unfused graph ran faster (--fusion adds it)")
+            notes.append(
+                "no transformer fusion: a default from benchmarks/bench_optimize.py, not measured on this CPU (with "
+                "int8 weights the fused all-MiniLM-L6-v2 ran 7-17% slower than the unfused one on AMD EPYC); --fusion "
+                "fuses it"
+            )
             return
         if any(p in installed.plugin_providers for p in options.providers):
             # onnxruntime's fused ops are its own contrib ops, which a plugin provider leaves to the CPU.
