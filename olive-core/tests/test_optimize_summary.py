@@ -43,7 +43,7 @@ def candidate(model_id: str, ratio: float, cosine_min: float, cosine_mean: float
 def test_sizes_are_in_the_tables_unit() -> None:
     best = candidate("q", 0.6, 0.99, 0.995)
     lines = comparison_lines(WorkflowOutput([INPUT, best], best=best), EMBEDDING_KEEPS)
-    assert "size: 3 MiB -> 1.5 MiB (0.50x)" in lines
+    assert "size: 3 MiB -> 1.5 MiB (2.00x smaller)" in lines
 
 
 def test_a_missed_budget_whose_keeps_were_met_says_so_and_suggests_a_larger_budget() -> None:
@@ -123,7 +123,7 @@ def test_a_decoder_is_said_against_its_float_build_with_the_guards_own_check_bes
     lines = decoder_lines(output, DECODER_KEEPS)
     assert lines[0] == "chosen: ModelBuilder > OnnxGuardedInt4 (against the float build, ModelBuilder fp32)"
     assert "decode: 3.50x the float model's tokens/s (the two timed in alternating rounds)" in lines
-    assert "size: 4 MiB -> 1 MiB (0.25x)" in lines
+    assert "size: 4 MiB -> 1 MiB (4.00x smaller)" in lines
     assert (
         "perplexity: 20 -> 20.3 (1.0150x the float model's; keep <= 1.02x) on held-out text (the half of --data the "
         "guard did not fit on)" in lines

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from olive.engine.results import Status
 from olive.optimize.keep import GUARD_METRICS, Keep
-from olive.report.table import spread_words
+from olive.report.table import change_words, spread_words
 
 if TYPE_CHECKING:
     from olive.engine.footprint import FootprintNode
@@ -97,7 +97,8 @@ def comparison_lines(output: WorkflowOutput, keeps: tuple[Keep, ...], synthetic:
             "noise; the first tried was chosen, so a rerun chooses it again"
         )
     if new.get(SIZE_KEY) is not None and old.get(SIZE_KEY):
-        lines.append(f"size: {_size(old[SIZE_KEY])} -> {_size(new[SIZE_KEY])} ({new[SIZE_KEY] / old[SIZE_KEY]:.2f}x)")
+        change = change_words(old[SIZE_KEY], new[SIZE_KEY], "MiB")
+        lines.append(f"size: {_size(old[SIZE_KEY])} -> {_size(new[SIZE_KEY])}" + (f" ({change})" if change else ""))
     kept = []
     for keep in keeps:
         value = new.get(_agreement_key(keep))
@@ -309,7 +310,8 @@ def decoder_lines(output: WorkflowOutput, keeps: tuple[Keep, ...], synthetic: bo
             text += "; slower than the float model here"
         lines.append(text)
     if new.get(SIZE_KEY) is not None and old.get(SIZE_KEY):
-        lines.append(f"size: {_size(old[SIZE_KEY])} -> {_size(new[SIZE_KEY])} ({new[SIZE_KEY] / old[SIZE_KEY]:.2f}x)")
+        change = change_words(old[SIZE_KEY], new[SIZE_KEY], "MiB")
+        lines.append(f"size: {_size(old[SIZE_KEY])} -> {_size(new[SIZE_KEY])}" + (f" ({change})" if change else ""))
     on = (
         "on random token ids (no --data)"
         if synthetic

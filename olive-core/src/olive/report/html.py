@@ -36,7 +36,7 @@ from olive.report.data import (
     report_data_from_footprint,
     report_data_from_output,
 )
-from olive.report.table import is_paired_ratio, is_timed_apart, spread_words
+from olive.report.table import change_words, is_paired_ratio, is_timed_apart, spread_words, unit_of
 
 REPORT_FILE = "report.html"
 
@@ -166,9 +166,9 @@ def _comparison(data: ReportData) -> str:
         else:
             text = f"{format_metric(key, old)} → {format_metric(key, new)}"
             higher = data.higher_is_better(key)
-            if higher is False and new > 0 and old > 0 and new != old:
-                ratio = old / new
-                text += f" ({ratio:.2f}x lower)" if ratio > 1 else f" ({1 / ratio:.2f}x higher)"
+            change = change_words(old, new, unit_of(key, higher)[1]) if higher is False else ""
+            if change:
+                text += f" ({change})"
             elif higher is True and new != old:
                 text += f" ({new - old:+.4g})"
             if is_timed_apart(key):
