@@ -882,3 +882,17 @@ def test_a_decoder_with_adapters_is_built_once_with_their_inputs_and_measured_wi
     names = {m["name"] for m in synthetic["evaluators"]["optimize"]["metrics"]}
     assert {"top1_agreement@legal", "speed@legal"} <= names and "perplexity@legal" not in names
     assert metric(synthetic, "top1_agreement@legal")["user_config"]["synthetic"] is True
+
+
+def test_a_text_files_blank_lines_are_said_to_be_skipped(tmp_path, bert) -> None:
+    # 274 lines, every other one blank: 137 samples, and the note says where the other lines went.
+    (tmp_path / "vocab.txt").write_text("[PAD]\n")
+    text = tmp_path / "text.txt"
+    text.write_text("".join(f"sentence number {i}\n\n" for i in range(137)))
+    source = data_source(text, bert, frozenset({"TextDataContainer"}), tokenizer=tmp_path, max_samples=32)
+    assert (source.samples, source.blank_lines) == (137, 137)
+    recipe = build_workflow(bert, options(tmp_path, max_samples=32), ALL, source)
+    assert (
+        "--data: 'text.txt' holds 137 samples (one per line; 137 blank line(s) skipped); the first 32 are used "
+        "(--max_samples)" in recipe.notes
+    ), recipe.notes

@@ -375,7 +375,7 @@ def _data_notes(options: OptimizeOptions, data: DataSource, fits: bool = True) -
             continue
         if source.path is not None and (source.samples or 0) > options.max_samples:
             notes.append(
-                f"{option}: '{source.path.name}' holds {source.samples} samples; the first {options.max_samples} are "
+                f"{option}: '{source.path.name}' holds {source.count_words()}; the first {options.max_samples} are "
                 "used (--max_samples)"
             )
         if source.text_field != "text":
@@ -873,8 +873,8 @@ def _decoder_workflow(facts: ModelFacts, options: OptimizeOptions, installed: In
         notes.append(f"--data: the text of each sample is its field '{data.text_field}' (its only field)")
     if text and data.path is not None and (data.samples or 0) > options.max_samples:
         notes.append(
-            f"--data: '{data.path.name}' holds {data.samples} samples (lines); the first {options.max_samples} are "
-            "used (--max_samples)"
+            f"--data: '{data.path.name}' holds {data.count_words()}; the first {options.max_samples} are used "
+            "(--max_samples)"
         )
     if data.split:
         notes.append(
