@@ -133,6 +133,7 @@ def test_int_is_accepted_for_float_and_path_params_are_made_absolute(tmp_path, m
         ({"precision": "int4"}, "param 'precision' expects Precision ('int8', 'uint8')"),
         ({"nodes_to_exclude": "a"}, "param 'nodes_to_exclude' expects list[str] | None"),
         ({"nodes_to_exclude": [1]}, "param 'nodes_to_exclude' expects list[str] | None"),
+        ({"nodes_to_exclude": ["a", 2]}, "got ['a', 2]: at nodes_to_exclude[1], 2 is not str"),
         ({"callback": 3}, "param 'callback' expects Callable | None"),
         ({"options": []}, "param 'options' expects dict[str, any value]"),
     ],
