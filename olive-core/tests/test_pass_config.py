@@ -166,6 +166,8 @@ def test_several_problems_are_reported_together():
 def test_wrongly_typed_search_values_are_rejected():
     with pytest.raises(PassConfigError, match="search values \\['x'\\] of param 'threshold'"):
         Quantize.get_config_params(CPU, {"threshold": Categorical([0.1, "x"])})
+    with pytest.raises(PassConfigError, match=r"search values \['unit8'\] of param 'precision' .*'uint8'\?"):
+        Quantize.get_config_params(CPU, {"precision": Categorical(["int8", "unit8"])})
 
 
 class InvalidDefault(Pass):

@@ -101,10 +101,10 @@ def _is_union(type_: Any) -> bool:
 
 def _union(value: Any, type_: Any) -> Any:
     arms = typing.get_args(type_)
-    # Exact matches first, so that a str stays a str in ``str | SomeEnum`` and an int an int in ``int | float``.
-    for arm in arms:
-        if _is_exact(value, arm):
-            return value
+    # An arm of the value's own type first, so that a str stays a str in ``str | SomeEnum`` and an int an int
+    # in ``int | float``.
+    if any(arm is Any or type(value) is arm for arm in arms):
+        return value
     detail, inside = "", None
     for arm in arms:
         try:
@@ -114,20 +114,6 @@ def _union(value: Any, type_: Any) -> Any:
         except BaseValidationError as exc:
             inside = inside or exc
     raise Mismatch(value, type_, detail, inside)
-
-
-def _is_exact(value: Any, type_: Any) -> bool:
-    if type_ is Any:
-        return True
-    if type_ is type(None):
-        return value is None
-    if isinstance(type_, type) and typing.get_origin(type_) is None:
-        if type_ is int:
-            return isinstance(value, int) and not isinstance(value, bool)
-        if type_ is float:
-            return isinstance(value, float)
-        return isinstance(value, type_)
-    return False
 
 
 def _is_callable(type_: Any) -> bool:

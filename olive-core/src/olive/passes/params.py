@@ -13,8 +13,8 @@ from typing import Any
 
 from cattrs.errors import BaseValidationError
 
-from olive.exceptions import PassConfigError, SearchSpaceError
-from olive.passes.param_types import Mismatch, describe_type, fits, mismatch_reason, structure_value
+from olive.exceptions import PassConfigError, SearchSpaceError, closest_match_hint
+from olive.passes.param_types import Mismatch, describe_type, fits, mismatch_reason, structure_value, value_choices
 from olive.passes.pass_config import ParamCategory, PassConfigParam, PassParamDefault
 from olive.paths import UnusablePath, resolve_user_path
 from olive.search.search_parameter import (
@@ -152,7 +152,8 @@ def check_search_values(name: str, param: SearchParameter, declared: PassConfigP
         and not fits(value, declared.type_)
     ]
     if bad:
-        return [f"search values {bad!r} of param '{name}' are not {describe_type(declared.type_)}"]
+        hint = closest_match_hint(bad[0], value_choices(declared.type_)) if isinstance(bad[0], str) else ""
+        return [f"search values {bad!r} of param '{name}' are not {describe_type(declared.type_)}{hint}"]
     return []
 
 
