@@ -7,16 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from olive.passes import PassConfigParam
 from olive_passes_quant._mixed_precision import override_for, overrides_of, weight_matmuls
-from olive_passes_quant.weight_only import (
-    BITS,
-    MatMulNBitsPass,
-    Setting,
-    accuracy_level_param,
-    block_size_param,
-    external_data_params,
-    is_block_size,
-    nodes_params,
-)
+from olive_passes_quant.weight_only import BITS, MatMulNBitsPass, Setting, common_params, is_block_size
 
 if TYPE_CHECKING:
     import onnx
@@ -42,13 +33,10 @@ class OnnxBlockWiseRtnQuantization(MatMulNBitsPass):
     def _default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
         return {
             "bits": PassConfigParam(type_=int, default_value=4, description="Bits per weight: 4 or 8."),
-            **block_size_param(128),
+            **common_params(128, external=False),
             "is_symmetric": PassConfigParam(
                 type_=bool, default_value=True, description="Symmetric blocks (no zero points)."
             ),
-            **accuracy_level_param(),
-            **nodes_params(),
-            **external_data_params(),
         }
 
     def _algo_config(self, config: BasePassConfig, setting: Setting, nodes: list[str], data: Any) -> Any:

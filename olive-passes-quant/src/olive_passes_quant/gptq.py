@@ -16,19 +16,12 @@ times the float weights' bytes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from olive.exceptions import PassRunError
 from olive.passes import PassConfigParam
 from olive_passes_quant.text_params import check_text_params, text_params
-from olive_passes_quant.weight_only import (
-    MatMulNBitsPass,
-    Setting,
-    accuracy_level_param,
-    block_size_param,
-    external_data_params,
-)
+from olive_passes_quant.weight_only import MatMulNBitsPass, Setting, common_params
 
 if TYPE_CHECKING:
     from olive.hardware.accelerator import AcceleratorSpec
@@ -49,16 +42,14 @@ class OnnxGptqQuantization(MatMulNBitsPass):
     def _default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
         return {
             **text_params("Calibration text", "Calibration windows."),
-            **block_size_param(32),
+            **common_params(32, nodes=()),
             "is_symmetric": PassConfigParam(type_=bool, default_value=True, description="Symmetric int4 blocks."),
-            **accuracy_level_param(),
             "percdamp": PassConfigParam(
                 type_=float, default_value=0.01, description="Hessian dampening, a share of its mean diagonal."
             ),
             "actorder": PassConfigParam(
                 type_=bool, default_value=False, description="Quantize columns by decreasing Hessian diagonal."
             ),
-            **external_data_params(external=True),
         }
 
     @classmethod
@@ -77,9 +68,10 @@ class OnnxGptqQuantization(MatMulNBitsPass):
                 "have; give it a GenAIModel (the folder ModelBuilder writes)",
                 owner=owner,
             )
-        reader = FeedReader(text_feeds(config, owner))
-        result = self._quantize(model, config, output_model_path, reader)
-        calibration = {"calibration_windows": len(reader.items), "window": config.window}
+        # onnxruntime's GPTQ only iterates over (a copy of) its calibration reader: a list of feeds is one.
+        feeds = text_feeds(config, owner)
+        result = self._quantize(model, config, output_model_path, feeds)
+        calibration = {"calibration_windows": len(feeds), "window": config.window}
         result.model_attributes = {**(result.model_attributes or {}), "gptq": calibration}
         return result
 
@@ -95,21 +87,3 @@ class OnnxGptqQuantization(MatMulNBitsPass):
 
     def _settings(self, config: BasePassConfig, setting: Setting) -> str:
         return f"{super()._settings(config, setting)}, is_symmetric {setting.is_symmetric}"
-
-
-class FeedReader:
-    """Calibration feeds as onnxruntime's ``CalibrationDataReader`` protocol reads them (its GPTQ iterates over a
-    copy of the reader)."""
-
-    def __init__(self, items: list[dict[str, Any]]):
-        self.items = items
-        self._iter = iter(self.items)
-
-    def get_next(self) -> dict[str, Any] | None:
-        return next(self._iter, None)
-
-    def rewind(self) -> None:
-        self._iter = iter(self.items)
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        return iter(self.items)

@@ -1,23 +1,12 @@
-"""``OnnxHqqQuantization``: Half-Quadratic Quantization (onnxruntime's ``HQQWeightOnlyQuantConfig``) into MatMulNBits.
-
-Each block's scale and zero point are fitted to the weights by an iterative solver: asymmetric by nature, no
-calibration data. The quantizing is onnxruntime's; what every MatMulNBits pass shares is
-:mod:`olive_passes_quant.weight_only`'s.
-"""
+"""``OnnxHqqQuantization``: Half-Quadratic Quantization (onnxruntime's ``HQQWeightOnlyQuantConfig``): each block's
+scale and zero point fitted to the weights by an iterative solver; asymmetric by nature, no calibration data."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from olive.passes import PassConfigParam
-from olive_passes_quant.weight_only import (
-    MatMulNBitsPass,
-    Setting,
-    accuracy_level_param,
-    block_size_param,
-    external_data_params,
-    nodes_params,
-)
+from olive_passes_quant.weight_only import MatMulNBitsPass, Setting, common_params
 
 if TYPE_CHECKING:
     from olive.hardware.accelerator import AcceleratorSpec
@@ -32,16 +21,13 @@ class OnnxHqqQuantization(MatMulNBitsPass):
     @classmethod
     def _default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
         return {
-            **block_size_param(128),
-            **accuracy_level_param(),
-            **nodes_params(),
+            **common_params(128),
             "axis": PassConfigParam(
                 type_=int,
                 default_value=1,
                 description="The weight axis each block's scale is shared along, as onnxruntime's HQQ takes it "
                 "(1: blocks along K, the layout MatMulNBits runs).",
             ),
-            **external_data_params(external=True),
         }
 
     def _algo_config(self, config: BasePassConfig, setting: Setting, nodes: list[str], data: Any) -> Any:

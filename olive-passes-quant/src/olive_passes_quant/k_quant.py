@@ -1,10 +1,6 @@
-"""``OnnxKQuantQuantization``: k-quant (onnxruntime's ``KQuantWeightOnlyQuantConfig``) into MatMulNBits.
-
-A weighted least-squares search of each block's scale and zero point, as llama.cpp's k-quants;
-``customized_weight_config`` puts chosen MatMuls at 8 bits (or ``nodes_to_exclude`` leaves them in float). The
-quantizing is onnxruntime's; what every MatMulNBits pass shares is :mod:`olive_passes_quant.weight_only`'s, and
-:mod:`olive_passes_quant.matmul_pieces` quantizes one weight at a time with the same configuration.
-"""
+"""``OnnxKQuantQuantization``: k-quant (onnxruntime's ``KQuantWeightOnlyQuantConfig``), a weighted least-squares
+search of each block's scale and zero point as llama.cpp's k-quants; ``customized_weight_config`` puts chosen MatMuls
+at 8 bits. :mod:`olive_passes_quant.matmul_pieces` quantizes one weight at a time with the same configuration."""
 
 from __future__ import annotations
 
@@ -13,22 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 from olive.exceptions import PassParamError
 from olive.passes import PassConfigParam
-from olive_passes_quant.weight_only import (
-    BITS,
-    MatMulNBitsPass,
-    Setting,
-    accuracy_level_param,
-    block_size_param,
-    external_data_params,
-    nodes_params,
-)
+from olive_passes_quant.weight_only import BITS, MatMulNBitsPass, Setting, common_params
 
 if TYPE_CHECKING:
     from olive.hardware.accelerator import AcceleratorSpec
     from olive.model.handler import OliveModelHandler, ONNXModelHandler
     from olive.passes.pass_config import BasePassConfig
-
-__all__ = ["OnnxKQuantQuantization", "k_quant_config"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,9 +39,7 @@ class OnnxKQuantQuantization(MatMulNBitsPass):
     def _default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
         return {
             "bits": PassConfigParam(type_=int, default_value=4, description="Bits per weight: 4 or 8."),
-            **block_size_param(32),
-            **accuracy_level_param(),
-            **nodes_params(include=False),
+            **common_params(32, nodes=("nodes_to_exclude",)),
             "is_symmetric": PassConfigParam(
                 type_=bool,
                 default_value=False,
@@ -68,7 +52,6 @@ class OnnxKQuantQuantization(MatMulNBitsPass):
                 default_value=None,
                 description='Per-node overrides, e.g. {"/lm_head/MatMul": {"bits": 8}} keeps that MatMul at 8 bits.',
             ),
-            **external_data_params(external=True),
         }
 
     @classmethod

@@ -1,22 +1,13 @@
-"""What the MatMulNBits (weight-only) passes share: the MatMuls they quantize, their params and checks, and one run.
+"""What the MatMulNBits (weight-only) passes share: the MatMuls they quantize, their params and checks, one run.
 
-``OnnxBlockWiseRtnQuantization`` (round to nearest), ``OnnxHqqQuantization``, ``OnnxKQuantQuantization`` and
-``OnnxGptqQuantization`` are :class:`MatMulNBitsPass` subclasses that say only which onnxruntime configuration
-quantizes (``_algo_config``) and what their own params are. The rest is written once here:
-
-- **Which MatMuls** (:func:`quantizable_matmuls`): those whose second input is a constant 2-D float weight. A weight
-  that is also a graph input is not constant (a run may feed it: an adapter's LoRA slots after ``ExtractAdapters``,
-  whose defaults are empty), nor is an empty one; both stay as they are. ``nodes_to_include`` restricts the choice,
-  ``nodes_to_exclude`` takes from it.
-- **Checks**: the block size MatMulNBits takes (:func:`check_block_size`, also used where a block size comes from
-  elsewhere, e.g. ``mixed_precision_info``), 4 or 8 bits, and an ``accuracy_level`` from
-  :class:`~olive_passes_quant._types.AccuracyLevel`, the one table of MatMulNBits compute types.
-- **One run**: the graph is loaded without its weights (each is read from the model's folder when it is quantized),
-  quantized in rounds of one setting each (``(bits, block_size, is_symmetric)``: the passes' own, plus the weights
-  ``SelectiveMixedPrecision`` promoted, for RTN) through :func:`~olive_passes_quant.ort_quantizer.quantize_matmuls`,
-  and saved. A model type that wraps its ONNX graph in a folder of its own (``GenAIModel``: ``genai_config.json``
-  and the tokenizer) gives its handler ``with_graph(onnx_model)``; the output is then of the input's type, so
-  ``onnxruntime_genai.Model`` serves a quantized folder as it served the float one.
+RTN (``blockwise``), HQQ (``hqq``), k-quant (``k_quant``) and GPTQ (``gptq``) are :class:`MatMulNBitsPass`
+subclasses that give only their onnxruntime configuration (``_algo_config``) and their own params. Written once here:
+which MatMuls (:func:`quantizable_matmuls`), the block size MatMulNBits takes (:func:`check_block_size`), the bit
+widths, the accuracy levels (:class:`~olive_passes_quant._types.AccuracyLevel`), and the run: the graph loaded
+without its weights (each read from the model's folder when it is quantized), quantized in rounds of one
+:class:`Setting` each through :func:`~olive_passes_quant.ort_quantizer.quantize_matmuls`, and saved. A model type
+that wraps its graph in more (``GenAIModel``: ``genai_config.json`` and the tokenizer) gives its handler
+``with_graph(onnx_model)``, and the output is of the input's type (:func:`same_model_type`).
 """
 
 from __future__ import annotations
@@ -38,18 +29,6 @@ if TYPE_CHECKING:
     from olive.hardware.accelerator import AcceleratorSpec
     from olive.model.handler import OliveModelHandler, ONNXModelHandler
     from olive.passes.pass_config import BasePassConfig
-
-__all__ = [
-    "MatMulNBitsPass",
-    "Setting",
-    "accuracy_level_param",
-    "block_size_param",
-    "check_block_size",
-    "external_data_params",
-    "is_block_size",
-    "quantizable_matmuls",
-    "same_model_type",
-]
 
 logger = logging.getLogger(__name__)
 
@@ -78,47 +57,37 @@ def check_block_size(value: Any, param: str = "block_size") -> None:
         )
 
 
-def accuracy_level_names() -> str:
-    return ", ".join(f"{level.value}/{level.name}" for level in AccuracyLevel)
+NODE_PARAMS = {
+    "nodes_to_exclude": "MatMul node names to keep in float.",
+    "nodes_to_include": "Quantize only these MatMul nodes (None: every MatMul with a constant 2-D weight).",
+}
 
 
-def block_size_param(default: int) -> dict[str, PassConfigParam]:
+def common_params(block_size: int, nodes: tuple[str, ...] = tuple(NODE_PARAMS), external: bool = True) -> dict:
+    """``block_size`` (default ``block_size``), ``accuracy_level``, the ``nodes`` params of :data:`NODE_PARAMS` and
+    the external-data params (:func:`external_data_params`)."""
     return {
         "block_size": PassConfigParam(
             type_=int,
-            default_value=default,
+            default_value=block_size,
             # Not searched by default, as in Olive: it would multiply every search by four unasked. A search
             # parameter in the workflow (Categorical [32, 128]) searches it.
-            description=f"Weights per block along K: a power of two, at least 16 (default {default}). Smaller is "
+            description=f"Weights per block along K: a power of two, at least 16 (default {block_size}). Smaller is "
             "more accurate and larger on disk.",
         ),
-    }
-
-
-def accuracy_level_param() -> dict[str, PassConfigParam]:
-    return {
         "accuracy_level": PassConfigParam(
             type_=AccuracyLevel | None,
             default_value=None,
-            description=f"MatMulNBits accuracy_level, the minimum compute type: {accuracy_level_names()} (int8 is "
-            "the fastest on CPUs).",
+            description="MatMulNBits accuracy_level, the minimum compute type: "
+            + ", ".join(f"{level.value}/{level.name}" for level in AccuracyLevel)
+            + " (int8 is the fastest on CPUs).",
         ),
+        **{
+            name: PassConfigParam(type_=list[str] | None, default_value=None, description=NODE_PARAMS[name])
+            for name in nodes
+        },
+        **external_data_params(external),
     }
-
-
-def nodes_params(include: bool = True) -> dict[str, PassConfigParam]:
-    params = {
-        "nodes_to_exclude": PassConfigParam(
-            type_=list[str] | None, default_value=None, description="MatMul node names to keep in float."
-        ),
-    }
-    if include:
-        params["nodes_to_include"] = PassConfigParam(
-            type_=list[str] | None,
-            default_value=None,
-            description="Quantize only these MatMul nodes (None: every MatMul with a constant 2-D weight).",
-        )
-    return params
 
 
 def external_data_params(external: bool = False) -> dict[str, PassConfigParam]:
