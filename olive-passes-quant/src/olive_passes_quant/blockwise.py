@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from olive.passes import PassConfigParam
 from olive_passes_quant._mixed_precision import override_for, overrides_of, weight_matmuls
-from olive_passes_quant.weight_only import BITS, MatMulNBitsPass, Setting, common_params, is_block_size
+from olive_passes_quant.weight_only import BITS, MatMulNBitsPass, Setting, accuracy_level, common_params, is_block_size
 
 if TYPE_CHECKING:
     import onnx
@@ -42,11 +42,10 @@ class OnnxBlockWiseRtnQuantization(MatMulNBitsPass):
     def _algo_config(self, config: BasePassConfig, setting: Setting, nodes: list[str], data: Any) -> Any:
         from onnxruntime.quantization.matmul_nbits_quantizer import DefaultWeightOnlyQuantConfig
 
-        level = config.accuracy_level
         return DefaultWeightOnlyQuantConfig(
             block_size=setting.block_size,
             is_symmetric=setting.is_symmetric,
-            accuracy_level=int(level) if level is not None else None,
+            accuracy_level=accuracy_level(config),
             bits=setting.bits,
             op_types_to_quantize=("MatMul",),
         )

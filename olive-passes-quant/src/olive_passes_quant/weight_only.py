@@ -124,6 +124,12 @@ def quantizable_matmuls(proto: onnx.ModelProto) -> dict[str, int]:
     }
 
 
+def accuracy_level(config: BasePassConfig) -> int | None:
+    """The config's ``accuracy_level`` as onnxruntime takes it (None: unset)."""
+    level = applied(config, "accuracy_level")
+    return int(level) if level is not None else None
+
+
 def same_model_type(source: OliveModelHandler, onnx_model: ONNXModelHandler) -> OliveModelHandler:
     """``onnx_model`` (a pass's rewritten graph of ``source``) as ``source``'s model type where that type wraps its
     graph in more (its handler's ``with_graph``), else as it is."""
@@ -185,8 +191,7 @@ class MatMulNBitsPass(Pass):
         proto = model.load_model() if self.loads_weights else load_without_weights(model)
         weights_dir = None if self.loads_weights else Path(model.model_path).parent
         chosen = self._chosen(proto, config, model.model_path)
-        level = applied(config, "accuracy_level")
-        level = int(level) if level is not None else None
+        level = accuracy_level(config)
         for setting, nodes in self._rounds(model, proto, chosen, config).items():
             if nodes:
                 proto = quantize_matmuls(
