@@ -11,9 +11,9 @@ keeps as few as a stated goal allows, measured on the user's text:
 2. **Sensitivity**: each MatMul's weight is quantized alone to int4 (k-quant, onnxruntime's
    ``KQuantWeightOnlyQuantConfig``) and scored by the mean next-token KL against the float model on the first
    ``rank_windows`` (2) fitting windows, with that MatMul alone at int4. All of it runs in one onnxruntime session of
-   the float model whose weights a run can replace (:class:`~olive_passes_genai.matmul_pieces.WeightSwapSession`):
+   the float model whose weights a run can replace (:class:`~olive_passes_quant.matmul_pieces.WeightSwapSession`):
    one forward run per MatMul, no model written or loaded per MatMul. Each weight is quantized once per bit width
-   and every candidate below is assembled from those pieces (:mod:`olive_passes_genai.matmul_pieces`), so the pass
+   and every candidate below is assembled from those pieces (:mod:`olive_passes_quant.matmul_pieces`), so the pass
    quantizes the model about once.
 3. **Keeps**: the most sensitive MatMuls are kept at 8 bits, fewest first, until the goal holds on the held-out
    windows: ``top1_agreement`` with the float model ``>= goal_value`` (default 0.98), or ``perplexity_ratio`` (the
@@ -47,11 +47,12 @@ from olive.engine.memory import release_freed_memory
 from olive.exceptions import PassParamError
 from olive.passes import Pass, PassConfigParam
 from olive_passes_genai.genai_model import GenAIModelHandler
-from olive_passes_genai.gptq import prefill_feeds
-from olive_passes_genai.matmul_pieces import MatMulPieces, WeightSwapSession
 from olive_passes_genai.metrics import _Decoder, _log_softmax
-from olive_passes_genai.text_windows import check_text_params, pass_samples, read_samples, text_params, windows
-from olive_passes_genai.weight_only import _external_data_params
+from olive_passes_genai.prefill import prefill_feeds
+from olive_passes_genai.text_windows import pass_samples, read_samples, windows
+from olive_passes_quant.matmul_pieces import MatMulPieces, WeightSwapSession
+from olive_passes_quant.text_params import check_text_params, text_params
+from olive_passes_quant.weight_only import external_data_params
 
 if TYPE_CHECKING:
     import numpy as np
@@ -125,7 +126,7 @@ class OnnxGuardedInt4(Pass):
                 description="Each adapter's own text to check its goal on, adapter name -> .txt (one sample per "
                 "line) or .jsonl file; an adapter given none is checked on the judging windows.",
             ),
-            **_external_data_params(),
+            **external_data_params(external=True),
         }
 
     @classmethod
