@@ -52,6 +52,7 @@ from olive.logs import onnxruntime_logs
 from olive.passes import Pass, PassConfigParam
 from olive.search.search_parameter import Boolean, Categorical
 from olive_passes_genai.genai_model import GENAI_CONFIG, GenAIModelHandler
+from olive_passes_quant._types import AccuracyLevel
 
 if TYPE_CHECKING:
     from olive.model.handler import OliveModelHandler
@@ -61,8 +62,9 @@ logger = logging.getLogger(__name__)
 
 PRECISIONS = ("fp32", "fp16", "bf16", "int8", "int4")
 BLOCK_SIZES = (16, 32, 64, 128, 256)
-#: MatMulNBits accuracy levels (Olive's ``ModelBuilder.AccuracyLevel``): the minimum compute type of int4 MatMuls.
-ACCURACY_LEVELS = {1: "fp32", 2: "fp16", 3: "bf16", 4: "int8"}
+#: MatMulNBits accuracy levels the builder takes (Olive's ``ModelBuilder.AccuracyLevel``), from the one table of them
+#: (olive-passes-quant's): the minimum compute type of int4 MatMuls; "unset" (0) is not the builder's to take.
+ACCURACY_LEVELS = {level.value: level.name for level in AccuracyLevel if level is not AccuracyLevel.unset}
 ALGO_CONFIGS = ("default", "rtn", "k_quant", "rtn_last", "k_quant_last", "k_quant_mixed", "k_quant_linear")
 #: Execution provider -> the builder's ``execution_provider`` name, as Olive maps them.
 EP_NAMES = {

@@ -797,7 +797,7 @@ def _metrics(
 
 
 # --------------------------------------------------------------------------------------------- decoders
-#: the passes a decoder's workflow names (olive-passes-genai's)
+#: the passes a decoder's workflow names (ModelBuilder and the guard: olive-passes-genai; k-quant: olive-passes-quant)
 BUILDER = "ModelBuilder"
 GUARDED_INT4 = "OnnxGuardedInt4"
 WEIGHT_ONLY = "OnnxKQuantQuantization"
