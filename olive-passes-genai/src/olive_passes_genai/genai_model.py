@@ -25,34 +25,11 @@ from typing import Any
 from olive.config_errors import user_path
 from olive.exceptions import ModelLoadError, WorkflowConfigError, closest_match_hint
 from olive.model.handler import ONNXModelHandler
+from olive_passes_genai.genai_config import GENAI_CONFIG, decoder_file_name, read_genai_config
 
-GENAI_CONFIG = "genai_config.json"
 #: The tokenizer files onnxruntime-genai reads (``tokenizer.json`` is the one it cannot do without).
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json")
 _FIELDS = ("model_path", "onnx_file_name", "inference_settings", "model_attributes")
-
-
-def read_genai_config(folder: str | Path) -> dict[str, Any]:
-    """The folder's ``genai_config.json``; a :class:`ModelLoadError` naming the file when it is missing or bad."""
-    path = Path(folder) / GENAI_CONFIG
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ModelLoadError(
-            f"'{folder}' has no {GENAI_CONFIG}: it is not an onnxruntime-genai model folder; build one with the "
-            "ModelBuilder pass"
-        ) from None
-    except (OSError, ValueError) as exc:
-        raise ModelLoadError(f"cannot read '{path}' ({exc}); rebuild the folder with ModelBuilder") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
-        raise ModelLoadError(f"'{path}' has no \"model\" object; rebuild the folder with ModelBuilder")
-    return data
-
-
-def decoder_file_name(config: Mapping[str, Any]) -> str:
-    """The decoder's ONNX file name ``genai_config.json`` gives (``model.decoder.filename``)."""
-    name = (config.get("model", {}).get("decoder") or {}).get("filename")
-    return str(name) if name else "model.onnx"
 
 
 class GenAIModelHandler(ONNXModelHandler):

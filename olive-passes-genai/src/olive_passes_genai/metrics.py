@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Any
 
 from olive.exceptions import OliveError
 from olive.measure.timing import LATENCY_SETTLE_S, paired_round_size, ratios_to_reference
-from olive_passes_genai.genai_model import GENAI_CONFIG, read_genai_config
+from olive_passes_genai.genai_config import GENAI_CONFIG, read_genai_config
 from olive_passes_genai.text_windows import read_samples, windows
 
 if TYPE_CHECKING:

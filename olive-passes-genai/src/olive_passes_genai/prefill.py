@@ -9,7 +9,7 @@ int4 guard ranks MatMuls on.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from olive.exceptions import PassParamError
 from olive_passes_genai.metrics import _Decoder
@@ -19,12 +19,24 @@ if TYPE_CHECKING:
     import numpy as np
 
     from olive.passes.pass_config import BasePassConfig
-    from olive_passes_genai.genai_model import GenAIModelHandler
 
 __all__ = ["prefill_feeds", "text_feeds"]
 
 
-def text_feeds(model: GenAIModelHandler, config: BasePassConfig, owner: str) -> list[dict[str, np.ndarray]]:
+class GenAIFolder(Protocol):
+    """What the feeds read of a GenAIModel handler (said as a protocol: the handler's own ``text_feeds`` calls in
+    here, so importing it back would make a circle)."""
+
+    @property
+    def folder(self) -> Path: ...
+
+    @property
+    def model_path(self) -> str: ...
+
+    def genai_config(self) -> dict[str, Any]: ...
+
+
+def text_feeds(model: GenAIFolder, config: BasePassConfig, owner: str) -> list[dict[str, np.ndarray]]:
     """The feeds of the pass's text (its :func:`~olive_passes_quant.text_params.text_params`), tokenized with the
     folder's own tokenizer and cut into ``max_windows`` windows of ``window`` tokens."""
     decoder = _Decoder(model.folder)
@@ -35,7 +47,7 @@ def text_feeds(model: GenAIModelHandler, config: BasePassConfig, owner: str) -> 
     return prefill_feeds(model, cut)
 
 
-def prefill_feeds(model: GenAIModelHandler, cut: list[np.ndarray], batch: bool = False) -> list[dict[str, np.ndarray]]:
+def prefill_feeds(model: GenAIFolder, cut: list[np.ndarray], batch: bool = False) -> list[dict[str, np.ndarray]]:
     """onnxruntime feeds of the folder's decoder for each window of ``cut``: one prefill with an empty KV cache, as
     its ``genai_config.json`` describes the inputs. ``batch``: windows of one length go in one feed, a row each (the
     weights are read once for all of them)."""
