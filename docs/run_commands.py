@@ -8,6 +8,8 @@ A block fails the run when it exits nonzero, and when it leaves a file named lik
 (``=0.97``, ``=1.02x``): an unquoted ``--keep cosine_min>=0.97`` exits 0 and writes the command's output into a
 file named ``=0.97``. Every block, run or not, is also checked for an unquoted ``name>=value`` or ``name<=value``.
 
+Every code block names its language (```bash, ```text...): an unlabelled one would hide a command from the check.
+
 Markers, an HTML comment on the line(s) just before a block (invisible on the page):
 
 - ``<!-- not-run: REASON -->`` skips the block (the reason is required: say what runs it instead);
@@ -89,6 +91,9 @@ def extract_blocks(path: Path) -> list[Block]:
             end += 1
         body = [text[len(indent) :] if text.startswith(indent) else text.lstrip() for text in lines[i + 1 : end]]
         language = info.split()[0].lower() if info else ""
+        if not language:
+            # An unlabelled block could hold a command the check would never run: each block says what it holds.
+            raise DocsError(f"{path}:{i + 1}: a code block without a language; write ```bash, ```text, ```json...")
         if language in SHELLS:
             block = Block(path, i + 1, "\n".join(body) + "\n")
             for kind, text, at in pending:

@@ -87,6 +87,11 @@ def test_a_marker_must_stand_just_before_its_block(tmp_path: Path) -> None:
         extract_blocks(_page(tmp_path, "<!-- not-run: slow -->\nSome text.\n\n```bash\ntrue\n```\n"))
 
 
+def test_a_block_without_a_language_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(DocsError, match=r"page\.md:3: a code block without a language"):
+        extract_blocks(_page(tmp_path, "Install:\n\n```\npip install onnxruntime-ep-openvino\n```\n"))
+
+
 def test_blocks_in_lists_and_other_languages(tmp_path: Path) -> None:
     page = _page(tmp_path, "- a step:\n\n  ```bash\n  echo indented\n  ```\n\n```text\nolive --help\n```\n")
     [block] = extract_blocks(page)
