@@ -151,7 +151,9 @@ def pass_reference() -> str:
         "Passes of other distributions (olive-passes-torch, olive-passes-genai, yours) are listed by",
         "`olive passes` where they are installed; their READMEs describe them ([packages](../packages.md)).",
         "",
-        "A *searched* column gives the values a search tries when the workflow leaves the param out.",
+        "A *searched* column gives the values a search tries when the workflow leaves the param out. Defaults",
+        "are read for the CPU target of the machine that built this page: one that follows the CPU (such as",
+        "`reduce_range`, which says so in its description) may differ on yours; `olive passes NAME` shows yours.",
         "",
     ]
     for distribution, _version in distributions:
