@@ -29,7 +29,7 @@ MIRRORED = (
     "olive-passes-*/README.md",
     "plugin-template/README.md",
 )
-_LINK = re.compile(r"(\]\()([^)\s#]+)(#[^)\s]*)?(\))")
+_LINK = re.compile(r"(?P<label>!?\[[^\]]*\])\((?P<target>[^)\s#]+)(?P<anchor>#[^)\s]*)?\)")
 
 
 def _mirrored_paths() -> list[str]:
@@ -71,16 +71,20 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
     mirrored = set(_mirrored_paths())
     here = _repo_path_of(page.file.src_uri)
     site_here = page.file.src_uri
+    mirrored_page = site_here.startswith(MIRROR + "/")
 
     def rewrite(match: re.Match) -> str:
-        target = match.group(2)
+        label, target, anchor = match.group("label"), match.group("target"), match.group("anchor") or ""
         if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("/"):
             return match.group(0)
         repo_target = posixpath.normpath(posixpath.join(posixpath.dirname(here), target))
         site_target = _site_path_of(repo_target, mirrored)
         if site_target is None:
+            if mirrored_page and (REPO / repo_target).exists() and not label.startswith("!"):
+                # A package README's link to a source file works in the repository, not on the site: keep the words.
+                return f"{label[1:-1]} (`{repo_target}`)"
             return match.group(0)  # left as written: mkdocs --strict names it if it leads nowhere
         relative = posixpath.relpath(site_target, posixpath.dirname(site_here) or ".")
-        return f"{match.group(1)}{relative}{match.group(3) or ''}{match.group(4)}"
+        return f"{label}({relative}{anchor})"
 
     return _LINK.sub(rewrite, markdown)
