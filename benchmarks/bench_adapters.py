@@ -10,9 +10,11 @@ prompt, through onnxruntime_genai.Generator) as ratios, timed in alternating rou
 decoder; the big one in fp32 too, unless --quick).
 
 Model: the ~100M-parameter Qwen2 of bench_genai.py (random weights: speed only), or with ``--quick`` a tiny
-Qwen2 of olive.testing.decoders.
+Qwen2 of olive.testing.decoders. ``--precision int4``: both bases built by ModelBuilder int4 (the adapter one with
+``extract_adapters``, its adapter MatMuls float beside the int4 base, as ``olive optimize --adapter`` serves it);
+the PyTorch token check is for fp32 only.
 
-    python benchmarks/bench_adapters.py [--quick] [--json out.json] [--workdir DIR]
+    python benchmarks/bench_adapters.py [--quick] [--precision fp32|int4] [--json out.json] [--workdir DIR]
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
 PROMPT_TOKENS, NEW_TOKENS = 64, 32
 
 
-def _build(base: Path, adapter: Path | None, out: Path) -> Path:
+def _build(base: Path, adapter: Path | None, out: Path, precision: str = "fp32") -> Path:
     from olive.hardware import DEFAULT_CPU_ACCELERATOR as CPU
     from olive.model.types import handler_from_config
     from olive.plugins.registry import get_registry
@@ -46,6 +48,9 @@ def _build(base: Path, adapter: Path | None, out: Path) -> Path:
         fields["adapters"] = {"a": str(adapter)}
     model = handler_from_config(fields)
     model.validate()
+    if precision != "fp32":
+        params = {"precision": precision, "extract_adapters": adapter is not None}
+        return Path(registry.get_pass_class("ModelBuilder")(CPU, params).run(model, str(out / "built")).folder)
     built = registry.get_pass_class("ModelBuilder")(CPU, {"precision": "fp32"}).run(model, str(out / "built"))
     if adapter is None:
         return Path(built.model_path).parent
@@ -138,6 +143,7 @@ def _matches_pytorch(base: Path, adapter: Path, extracted: Path) -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a tiny decoder, fewer timed runs")
+    parser.add_argument("--precision", choices=("fp32", "int4"), default="fp32", help="the bases' precision")
     parser.add_argument("--json", help="write the row here")
     parser.add_argument("--workdir", help="keep the builds here (default: a temporary folder)")
     args = parser.parse_args()
@@ -157,10 +163,13 @@ def main() -> None:
         work / "adapter", base, seed=0, rank=RANK, target_modules=TARGETS, steps=2 if not args.quick else 30
     )
     train_s = time.perf_counter() - start
-    plain = _build(base, None, work / "plain")
-    extracted = _build(base, adapter, work / "lora")
-    row = {"model": name, "rank": RANK, "targets": "/".join(TARGETS), "adapter_train_s": round(train_s, 1)}
-    row["tokens_equal_pytorch_merged"] = _matches_pytorch(base, adapter, extracted)
+    plain = _build(base, None, work / f"plain-{args.precision}", args.precision)
+    extracted = _build(base, adapter, work / f"lora-{args.precision}", args.precision)
+    row = {"model": name, "precision": args.precision, "rank": RANK, "targets": "/".join(TARGETS)}
+    row["adapter_train_s"] = round(train_s, 1)
+    # int4 changes the tokens by design: the check is fp32's.
+    fp32 = args.precision == "fp32"
+    row["tokens_equal_pytorch_merged"] = _matches_pytorch(base, adapter, extracted) if fp32 else None
     row.update(_timings(plain, extracted, repeat=20 if args.quick else 60))
     print(json.dumps(row), flush=True)
     if args.json:

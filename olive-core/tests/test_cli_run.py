@@ -524,3 +524,17 @@ def test_the_summary_shows_metrics_that_have_no_priority(tmp_path: Path) -> None
     assert result.exit_code == 0, result.output
     candidates = result.stdout.split("Candidates", 1)[1].split("pass run(s)", 1)[0]
     assert "cosine_mean" in candidates, result.stdout
+
+
+def test_the_reference_evaluation_shows_on_stderr_before_the_search_bar(tmp_path: Path) -> None:
+    # Measuring the input model comes first and can take a minute on a real model: it has its own line.
+    from engine_support import write_calibration
+
+    workflow = base_workflow(tmp_path, passes={"add": {"type": "AddMatMuls", "n": 1}})
+    workflow["evaluate_input_model"] = True
+    data = write_calibration(tmp_path / "calib.npz")
+    config = _write(tmp_path / "wf.json", with_evaluator(workflow, size_metric(), agreement_metric(), data=data))
+    result = _invoke("run", "--config", str(config))
+    assert result.exit_code == 0, result.output
+    assert "measuring the reference model" in result.stderr, result.stderr
+    assert result.stderr.index("measuring the reference model") < result.stderr.rindex("1/1")

@@ -308,7 +308,7 @@ def test_agreement_with_itself_is_perfect_and_with_a_perturbed_copy_is_not(tmp_p
     assert worse["agree-top1"].value < 1.0
     assert worse.metadata["agree"]["reference_model"] == reference.model_path
     # reference outputs are computed once per reference and data
-    assert len(evaluator._reference_outputs) == 1
+    assert len(evaluator.sources.reference_outputs) == 1
 
 
 def test_agreement_against_a_float16_copy_casts_the_feeds(tmp_path):

@@ -15,6 +15,7 @@ from engine_support import AddMatMuls, base_workflow
 import olive
 from olive.cli.main import cli
 from olive.data.config import DataConfig
+from olive.data.containers import find_container
 from olive.exceptions import UnknownPassError, WorkflowConfigError
 from olive.model.types import UnknownModelTypeError, get_model_type, new_model_type_registry, use_model_type_registry
 from olive.plugins.install_hints import MICROSOFT_OLIVE_ONLY, REPOSITORY_MODEL_TYPES, REPOSITORY_PASSES
@@ -272,6 +273,11 @@ def test_every_microsoft_olive_data_container_is_recognised(tmp_path: Path, name
         with pytest.raises(WorkflowConfigError) as caught:
             _container(written, tmp_path)
         message = str(caught.value)
+        if find_container(name) is not None:
+            # Installed here (olive-passes-torch's containers, where it is installed): the name is found and the
+            # npz's data_path is what it does not take, said as such.
+            assert f"data_path: unknown key for {name}" in message, message
+            continue
         assert "unknown" not in message and "did you mean" not in message and "\n" not in message, message
         assert "is offered by olive-passes-torch" in message or "is a Microsoft Olive data container" in message
 

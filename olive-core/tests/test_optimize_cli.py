@@ -7,6 +7,7 @@ Hugging Face folders ``olive-passes-torch/tests/test_optimize_hf.py``.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -105,7 +106,7 @@ def test_help_names_microsoft_olives_flags(command: str, flags: tuple[str, ...])
     [
         (["--no-such-flag"], "No such option '--no-such-flag'; see 'olive optimize --help'"),
         (["--block_size", "many"], "'many' is not a valid integer"),
-        (["MODEL", "--keep", "cosine_min"], "--keep: 'cosine_min' is not 'metric op value'"),
+        (["MODEL", "--keep", "cosine_min"], "--keep: 'cosine_min' is not 'metric=value'"),
         (["MODEL", "--keep", "cosine_min<=0.9"], "higher-is-better"),
         (["MODEL", "--algorithm", "gptq"], "--algorithm: 'gptq' is not supported"),
         (["MODEL", "--implementation", "awq"], "--implementation: 'awq' is a Microsoft Olive implementation"),
@@ -264,3 +265,69 @@ def test_a_numeric_csv_is_answered_with_the_command_that_saves_it_as_npz(tmp_pat
     # And the file it wrote is data --data takes: the command goes past the data checks.
     result = invoke("optimize", str(model), "--data", str(folder / "samples.npz"), "--dry-run")
     assert "samples.npz" not in (result.stderr or ""), result.output
+
+
+@pytest.mark.parametrize("mistake", ["cosine_min", "cosine_min<=0.9", "max_abs_diff>=0.1", "top1=1.2x"])
+def test_the_keep_an_error_shows_works_as_pasted_into_bash(tmp_path, bert, mistake: str) -> None:
+    from olive.optimize.keep import parse_keep
+
+    model, _ = bert
+    line = one_line_error(invoke("optimize", str(model), "--keep", mistake))
+    shown = re.findall(r"--keep (\S+?)[,;)]?(?:\s|$)", line)
+    assert shown, line  # each of these mistakes is answered with a keep to write instead
+    for spelled in shown:
+        # bash passes it on as one word and creates no file (unquoted, >= and <= redirect).
+        done = subprocess.run(
+            ["bash", "-c", f"printf '%s\\n' --keep {spelled}"], capture_output=True, text=True, cwd=tmp_path
+        )
+        assert done.stdout.splitlines() == ["--keep", spelled], (line, done.stdout)
+        assert not list(tmp_path.iterdir()), line
+        parse_keep(spelled)
+
+
+def test_keep_equals_reads_at_the_value_or_better() -> None:
+    from olive.optimize.keep import Keep, parse_keep
+
+    assert parse_keep("cosine_min=0.97") == Keep("cosine_min", ">=", 0.97)
+    assert parse_keep("max_abs_diff=0.01") == Keep("max_abs_diff", "<=", 0.01)
+    assert parse_keep("perplexity=1.02x") == Keep("perplexity", "<=", 1.02, relative=True)
+    assert parse_keep("top1_agreement=0.98") == parse_keep("top1_agreement>=0.98")
+
+
+def _peft_folder(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "adapter_config.json").write_text('{"peft_type": "LORA", "r": 8}', encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("adapter", "words"),
+    [
+        ("legal", "--adapter: 'legal' is not NAME=PATH; give each adapter a name and its PEFT folder"),
+        ("=ADAPTER", "is not NAME=PATH; give each adapter a name"),
+        ("-x=ADAPTER", "the name '-x' names the adapter's file and what a server activates; use letters"),
+        ("legal=MISSING", "adapter 'legal' has no folder at "),
+        ("legal=EMPTY", "has no adapter_config.json, so it is not a PEFT adapter folder"),
+    ],
+)
+def test_a_bad_adapter_flag_is_exit_code_2_naming_the_adapter_and_the_fix(bert, tmp_path, adapter, words) -> None:
+    model, _ = bert
+    (tmp_path / "empty").mkdir()
+    paths = {
+        "ADAPTER": str(_peft_folder(tmp_path / "a")),
+        "MISSING": str(tmp_path / "nope"),
+        "EMPTY": str(tmp_path / "empty"),
+    }
+    for key, path in paths.items():
+        adapter = adapter.replace(key, path)
+    line = one_line_error(invoke("optimize", str(model), "--adapter", adapter, "--dry-run"))
+    assert words in line
+
+
+def test_an_adapter_given_twice_or_for_a_model_that_is_not_a_decoder_is_exit_code_2(bert, tmp_path) -> None:
+    model, _ = bert
+    a, b = _peft_folder(tmp_path / "a"), _peft_folder(tmp_path / "b")
+    twice = one_line_error(invoke("optimize", str(model), "--adapter", f"x={a}", "--adapter", f"x={b}", "--dry-run"))
+    assert "a second adapter named 'x'; give each adapter its own name" in twice
+    line = one_line_error(invoke("optimize", str(model), "--adapter", f"x={a}", "--dry-run"))
+    assert "--adapter: " in line and "is not a decoder" in line and "merge_and_unload" in line

@@ -100,11 +100,11 @@ def test_a_strict_keep_asks_for_more_than_its_value_and_an_inclusive_one_for_the
 @pytest.mark.parametrize(
     ("text", "words"),
     [
-        ("cosine_min", "not 'metric op value'"),
+        ("cosine_min", "not 'metric=value'"),
         ("cosin_min>=0.9", "did you mean 'cosine_min'"),
         ("cosine_min<=0.9", "higher-is-better"),
         ("max_abs_diff>=0.1", "lower-is-better"),
-        ("cosine_min=0.9", "operator '='"),
+        ("cosine_min==0.9", "operator '=='"),
         ("cosine_min>=high", "'high' is not a number"),
         ("cosine_min>=1.5", "between -1 and 1"),
         ("top1>=2", "from 0 to 1"),
@@ -820,3 +820,79 @@ def test_a_decoder_judged_on_validation_text_fits_its_guard_on_all_of_data(tmp_p
     assert recipe.workflow["passes"]["quantize"]["data_config"] == "data"
     assert metric(recipe.workflow, "perplexity")["data_config"] == "validation"
     assert "the guard fits on --data; perplexity and agreement are measured on --validation-data" in recipe.notes
+
+
+@pytest.mark.parametrize(
+    ("samples", "max_samples", "kept"), [(40, 64, 0.97), (20, 64, 0.95), (100, 64, 0.98), (400, 200, 0.99)]
+)
+def test_a_classifiers_default_keep_allows_one_flip_on_fewer_than_100_judged_samples(
+    tmp_path, samples, max_samples, kept
+) -> None:
+    # top1>=0.99 on 40 samples allows no flipped prediction: the first run of a classifier had no model.
+    proto = _renamed(mlp_model(), "output", "logits")
+    facts = read_model_facts(save_model(proto, tmp_path / "m").model_path)
+    assert facts.classifier
+    path = write_npz_dataset(tmp_path / "data.npz", proto, num_samples=samples)
+    recipe = build_workflow(facts, options(tmp_path, max_samples=max_samples), ALL, recipe_data(path, facts))
+    assert recipe.keeps == (Keep("top1", ">=", kept),)
+    relaxed = [n for n in recipe.notes if n.startswith("top1 is kept at")]
+    assert bool(relaxed) == (kept != CLASSIFIER_KEEPS[0].value), recipe.notes
+    # Dynamic quantization fits on nothing: every sample judges, and the note says so, not "half to fit".
+    assert "--data: every sample judges (metrics and keeps): no pass here fits on data, so it is not split" in (
+        recipe.notes
+    )
+    assert not any("half to fit" in n for n in recipe.notes)
+    # A keep given is the user's: never relaxed.
+    given = build_workflow(facts, options(tmp_path, keeps=(Keep("top1", ">=", 0.99),)), ALL, recipe_data(path, facts))
+    assert given.keeps == (Keep("top1", ">=", 0.99),)
+
+
+def recipe_data(path: Path, facts: ModelFacts) -> DataSource:
+    return data_source(path, facts, frozenset())
+
+
+def test_a_decoder_with_adapters_is_built_once_with_their_inputs_and_measured_with_each_active(tmp_path):
+    facts = decoder(tmp_path)
+    adapters = (("legal", tmp_path / "legal"), ("chat", tmp_path / "chat"))
+    recipe = build_workflow(facts, options(tmp_path, adapters=adapters), Installed(GENAI), text(tmp_path))
+    workflow = recipe.workflow
+    assert recipe.adapters == ("legal", "chat")
+    assert workflow["input_model"]["adapters"] == {"legal": str(tmp_path / "legal"), "chat": str(tmp_path / "chat")}
+    # One build, whose output (the float model every figure compares with) runs every adapter and none.
+    assert list(workflow["passes"]) == ["build", "quantize"]
+    assert workflow["passes"]["build"]["extract_adapters"] is True
+    for name in ("legal", "chat"):
+        adapter = {"adapter": name, "adapter_path": str(tmp_path / name), "base_model": str(facts.path)}
+        for kind in ("perplexity", "top1_agreement"):
+            entry = metric(workflow, f"{kind}@{name}")
+            assert entry["type"] == kind and entry["data_config"] == "data"
+            assert adapter.items() <= entry["user_config"].items()
+            assert "goal" not in entry["sub_types"][0] and "priority" not in entry["sub_types"][0]
+        speed = metric(workflow, f"speed@{name}")
+        assert speed["type"] == "decode_tokens_per_s" and adapter.items() <= speed["user_config"].items()
+    # The base's own metrics, goals and objective are as without adapters.
+    assert subs(workflow, "perplexity")["perplexity"]["goal"] == {"type": "percent-max-degradation", "value": 2.0}
+    assert subs(workflow, "speed")["ratio_decode_tokens_per_s"]["priority"] == 1
+    assert any(n.startswith("2 adapter(s) (legal, chat): the base is built once") for n in recipe.notes)
+    # Without adapters nothing of them is written.
+    plain = build_workflow(facts, options(tmp_path), Installed(GENAI), text(tmp_path)).workflow
+    assert "adapters" not in plain["input_model"] and "extract_adapters" not in plain["passes"]["build"]
+    # Without text: no perplexity, agreement on random token ids.
+    synthetic = build_workflow(facts, options(tmp_path, adapters=adapters[:1]), Installed(GENAI), SYNTHETIC).workflow
+    names = {m["name"] for m in synthetic["evaluators"]["optimize"]["metrics"]}
+    assert {"top1_agreement@legal", "speed@legal"} <= names and "perplexity@legal" not in names
+    assert metric(synthetic, "top1_agreement@legal")["user_config"]["synthetic"] is True
+
+
+def test_a_text_files_blank_lines_are_said_to_be_skipped(tmp_path, bert) -> None:
+    # 274 lines, every other one blank: 137 samples, and the note says where the other lines went.
+    (tmp_path / "vocab.txt").write_text("[PAD]\n")
+    text = tmp_path / "text.txt"
+    text.write_text("".join(f"sentence number {i}\n\n" for i in range(137)))
+    source = data_source(text, bert, frozenset({"TextDataContainer"}), tokenizer=tmp_path, max_samples=32)
+    assert (source.samples, source.blank_lines) == (137, 137)
+    recipe = build_workflow(bert, options(tmp_path, max_samples=32), ALL, source)
+    assert (
+        "--data: 'text.txt' holds 137 samples (one per line; 137 blank line(s) skipped); the first 32 are used "
+        "(--max_samples)" in recipe.notes
+    ), recipe.notes

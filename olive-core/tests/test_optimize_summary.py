@@ -10,7 +10,15 @@ from olive.engine.footprint import FootprintNode
 from olive.engine.output import WorkflowOutput
 from olive.engine.results import Status
 from olive.optimize.keep import DECODER_KEEPS, EMBEDDING_KEEPS, Keep, parse_keep
-from olive.optimize.summary import closest_miss, comparison_lines, decoder_lines, decoder_miss, search_cut_short
+from olive.optimize.summary import (
+    adapter_lines,
+    adapter_usage,
+    closest_miss,
+    comparison_lines,
+    decoder_lines,
+    decoder_miss,
+    search_cut_short,
+)
 
 INPUT = FootprintNode(model_id="input", metrics={"latency-ratio_p50": 1.0, "size-bytes": 3 * 2**20})
 
@@ -35,7 +43,7 @@ def candidate(model_id: str, ratio: float, cosine_min: float, cosine_mean: float
 def test_sizes_are_in_the_tables_unit() -> None:
     best = candidate("q", 0.6, 0.99, 0.995)
     lines = comparison_lines(WorkflowOutput([INPUT, best], best=best), EMBEDDING_KEEPS)
-    assert "size: 3 MiB -> 1.5 MiB (0.50x)" in lines
+    assert "size: 3 MiB -> 1.5 MiB (2.00x smaller)" in lines
 
 
 def test_a_missed_budget_whose_keeps_were_met_says_so_and_suggests_a_larger_budget() -> None:
@@ -115,7 +123,7 @@ def test_a_decoder_is_said_against_its_float_build_with_the_guards_own_check_bes
     lines = decoder_lines(output, DECODER_KEEPS)
     assert lines[0] == "chosen: ModelBuilder > OnnxGuardedInt4 (against the float build, ModelBuilder fp32)"
     assert "decode: 3.50x the float model's tokens/s (the two timed in alternating rounds)" in lines
-    assert "size: 4 MiB -> 1 MiB (0.25x)" in lines
+    assert "size: 4 MiB -> 1 MiB (4.00x smaller)" in lines
     assert (
         "perplexity: 20 -> 20.3 (1.0150x the float model's; keep <= 1.02x) on held-out text (the half of --data the "
         "guard did not fit on)" in lines
@@ -170,3 +178,45 @@ def test_a_miss_names_the_closest_candidates_figures_at_each_batch_size() -> Non
     assert (
         "(by batch size: 1: cosine_min 0.9746, cosine_mean 0.9929; 32: cosine_min 0.9676, cosine_mean 0.9922)" in line
     )
+
+
+def test_each_adapter_is_said_with_it_active_against_the_float_build_with_it(tmp_path) -> None:
+    guard = {
+        "goal": {"metric": "perplexity_ratio", "value": 1.02, "held": True},
+        "held_out_value": 1.004,
+        "kept_at_8_bits": [],
+        "matmuls": 11,
+        "adapters": {"legal": {"held_out_value": 1.011}},
+    }
+    figures = {"perplexity@legal-perplexity": 18.0, "top1_agreement@legal-top1_agreement": 1.0}
+    base = FootprintNode(
+        model_id="build",
+        parent_model_id="hf",
+        pass_key="build",
+        pass_name="ModelBuilder",
+        metrics={**FLOAT.metrics, **figures},
+    )
+    best = int4("q", 20.3, 0.97, guard)
+    best.metrics.update(
+        {
+            "perplexity@legal-perplexity": 18.18,
+            "top1_agreement@legal-top1_agreement": 0.955,
+            "speed@legal-ratio_decode_tokens_per_s": 0.93,
+        }
+    )
+    output = WorkflowOutput([HF, base, best], best=best, reference_model_id="build")
+    assert adapter_lines(output, ("legal", "medical")) == [
+        "legal: perplexity 18 -> 18.18 (1.0100x the float model's with it); top1_agreement 0.9550 with PyTorch with it "
+        "merged; decode 0.93x the tokens/s with no adapter (alternating rounds) on held-out text",
+        "medical: no figure (its metrics failed; see the run's log)",
+    ]
+    # The guard's goal held with the adapter active too: its value is beside the base's.
+    assert decoder_lines(output, DECODER_KEEPS)[-1].startswith(
+        "the guard's own check on the text it fit on: perplexity_ratio 1.0040, with legal active 1.0110 (its goal"
+    )
+    (tmp_path / "legal.onnx_adapter").write_bytes(b"x" * 2048)
+    usage = adapter_usage(tmp_path, ("legal", "medical"))
+    assert usage[0] == f"Adapter:  {tmp_path / 'legal.onnx_adapter'} (2 KiB)"
+    assert usage[1] == f"Adapter:  {tmp_path / 'medical.onnx_adapter'} (missing)"
+    assert f"          adapters.load('{tmp_path / 'medical.onnx_adapter'}', 'medical')" in usage
+    assert usage[-1].startswith("          generator.set_active_adapter(adapters, 'legal')")

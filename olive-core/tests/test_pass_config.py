@@ -133,6 +133,7 @@ def test_int_is_accepted_for_float_and_path_params_are_made_absolute(tmp_path, m
         ({"precision": "int4"}, "param 'precision' expects Precision ('int8', 'uint8')"),
         ({"nodes_to_exclude": "a"}, "param 'nodes_to_exclude' expects list[str] | None"),
         ({"nodes_to_exclude": [1]}, "param 'nodes_to_exclude' expects list[str] | None"),
+        ({"nodes_to_exclude": ["a", 2]}, "got ['a', 2]: at nodes_to_exclude[1], 2 is not str"),
         ({"callback": 3}, "param 'callback' expects Callable | None"),
         ({"options": []}, "param 'options' expects dict[str, any value]"),
     ],
@@ -165,6 +166,8 @@ def test_several_problems_are_reported_together():
 def test_wrongly_typed_search_values_are_rejected():
     with pytest.raises(PassConfigError, match="search values \\['x'\\] of param 'threshold'"):
         Quantize.get_config_params(CPU, {"threshold": Categorical([0.1, "x"])})
+    with pytest.raises(PassConfigError, match=r"search values \['unit8'\] of param 'precision' .*'uint8'\?"):
+        Quantize.get_config_params(CPU, {"precision": Categorical(["int8", "unit8"])})
 
 
 class InvalidDefault(Pass):

@@ -271,6 +271,37 @@ def test_front_2d_keeps_only_points_nothing_beats() -> None:
     assert [p.model_id for p in front_2d(points, x_higher=True, y_higher=True)] == ["a", "c", "d"]
 
 
+def test_the_front_line_is_drawn_over_the_points_and_named_only_when_drawn() -> None:
+    from olive.report.chart import scatter_svg
+
+    two = [Point("a", 1, 5, "", pareto=True), Point("b", 2, 2, "", pareto=True), Point("c", 3, 3, "")]
+    svg = scatter_svg(two, "x", "y", x_higher=False, y_higher=False)
+    # Last: drawn before the points, a front of nearby points was hidden under them.
+    assert svg.index('class="front"') > max(svg.rindex('class="candidate'), 0)
+    one = [Point("a", 1, 1, "", pareto=True), Point("b", 2, 2, "")]
+    assert 'class="front"' not in scatter_svg(one, "x", "y", x_higher=False, y_higher=False)
+
+
+def test_the_legend_names_the_dashed_line_only_where_the_chart_has_one(tmp_path: Path) -> None:
+    def metrics(size: float, agree: float) -> dict[str, Any]:
+        return {
+            "size-bytes": {"value": size, "priority": 1, "higher_is_better": False},
+            "agree-cosine_mean": {"value": agree, "priority": 2, "higher_is_better": True},
+        }
+
+    def page_for(candidates: dict[str, tuple[float, float]]) -> str:
+        nodes = [_node(model_id="input_model", metrics=metrics(100.0, 1.0))]
+        for name, (size, agree) in candidates.items():
+            fields = {"parent_model_id": "input_model", "pass_key": "p", "pass_name": "P", "config": {}}
+            nodes.append(_node(model_id=name, metrics=metrics(size, agree), is_candidate=True, **fields))
+        (tmp_path / "footprint.json").write_text(json.dumps({"best_model_id": "a", "nodes": nodes}))
+        return " ".join(_Page(write_report(tmp_path).read_text(encoding="utf-8")).text)
+
+    assert "dashed line" in page_for({"a": (50.0, 0.98), "b": (70.0, 0.99)})
+    # One candidate better on both: a front of one point, no line, nothing to name.
+    assert "dashed line" not in page_for({"a": (50.0, 0.99), "b": (70.0, 0.98)})
+
+
 def test_nice_ticks_are_round_and_cover_the_range() -> None:
     assert nice_ticks(0.93, 3.87) == [1.0, 2.0, 3.0]
     assert nice_ticks(0.0, 10.0) == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]

@@ -114,11 +114,11 @@ class _Watcher:
     @hookimpl
     def olive_evaluation_end(self, model_id, model, metrics):
         self.sessions.append(len(self._live(ort.InferenceSession)))
-        self.references.append(sum(len(e._reference_outputs) for e in self._live(OliveEvaluator)))
+        self.references.append(sum(len(e.sources.reference_outputs) for e in self._live(OliveEvaluator)))
 
     @hookimpl
     def olive_workflow_end(self, workflow, output, error):
-        self.references_at_end = sum(len(e._reference_outputs) for e in self._live(OliveEvaluator))
+        self.references_at_end = sum(len(e.sources.reference_outputs) for e in self._live(OliveEvaluator))
 
 
 def test_a_search_releases_each_trials_sessions_and_its_reference_outputs_when_it_ends(tmp_path):

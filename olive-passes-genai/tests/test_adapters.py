@@ -404,9 +404,9 @@ def test_k_quant_on_a_served_base_quantizes_the_base_and_leaves_the_adapter_inpu
     import onnx
     import onnxruntime_genai as og
     from olive_passes_genai.genai_model import GenAIModelHandler
-    from olive_passes_genai.weight_only import OnnxKQuantQuantization
 
     from olive.testing import run_pass
+    from olive_passes_quant.k_quant import OnnxKQuantQuantization
 
     source = GenAIModelHandler(str(served))
     out = run_pass(OnnxKQuantQuantization, source, {"block_size": 32}, output_dir=tmp_path)

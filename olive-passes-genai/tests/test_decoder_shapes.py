@@ -11,12 +11,13 @@ import onnx
 import pytest
 from click.testing import CliRunner
 from conftest import build, genai_greedy
-from olive_passes_genai.gptq import OnnxGptqQuantization
 from olive_passes_genai.guarded_int4 import OnnxGuardedInt4
-from olive_passes_genai.weight_only import OnnxHqqQuantization, OnnxKQuantQuantization
 
 from olive.testing import run_pass
 from olive.testing.decoders import save_decoder
+from olive_passes_quant.gptq import OnnxGptqQuantization
+from olive_passes_quant.hqq import OnnxHqqQuantization
+from olive_passes_quant.k_quant import OnnxKQuantQuantization
 
 #: name -> (save_decoder arguments, the block size at which the MLP's columns have an odd number of blocks)
 SHAPES = {

@@ -104,3 +104,38 @@ def test_int4_workflow_on_the_trained_decoder_holds_perplexity_against_the_fp32_
     assert best["top1_agreement-top1_agreement"] >= 0.85
     assert fp32["top1_agreement-top1_agreement"] == 1.0
     assert best["decode_tokens_per_s-ratio_decode_tokens_per_s"] > 0
+
+
+def test_olive_quant_weight_only_passes_run_by_name_on_a_genai_folder_workflow(
+    trained_dir, trained_fp32, held_out_file, tmp_path
+):
+    # The weight-only passes are olive-passes-quant's; a workflow names them as before and gets a servable folder.
+    passes = {
+        "gptq": {"type": "OnnxGptqQuantization", "data_config": "text", "max_windows": 4},
+        "hqq": {"type": "OnnxHqqQuantization", "block_size": 32},
+    }
+    perplexity = _metric("perplexity", [{"name": "perplexity"}], max_windows=4)
+    # A GenAIModel input names the tokenizer its text data is measured with.
+    text = {**_text_data(held_out_file), "pre_process_data_config": {"tokenizer": str(trained_dir)}}
+    for key, spec in passes.items():
+        (tmp_path / key).mkdir()
+        config = write_json(
+            tmp_path / key / "workflow.json",
+            {
+                "input_model": {"type": "GenAIModel", "model_path": str(trained_fp32.folder)},
+                "data_configs": [text],
+                "evaluators": {"quality": {"metrics": [perplexity]}},
+                "evaluator": "quality",
+                "passes": {key: spec},
+                "cache_dir": str(tmp_path / key / "cache"),
+                "output_dir": str(tmp_path / key / "out"),
+            },
+        )
+        result = olive_run(config)
+        assert result.exit_code == 0, result.output
+        out = tmp_path / key / "out"
+        assert json.loads((out / "model_config.json").read_text())["type"] == "GenAIModel"
+        ops = [n.op_type for n in onnx.load(out / "model.onnx", load_external_data=False).graph.node]
+        assert ops.count("MatMulNBits") >= 9 and "MatMul" not in ops
+        _, tokens = genai_greedy(out, PROMPT, 4)
+        assert len(tokens) == 4

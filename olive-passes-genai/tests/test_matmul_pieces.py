@@ -7,13 +7,13 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from olive_passes_genai.gptq import prefill_feeds
 from olive_passes_genai.guarded_int4 import _fewest_keeps
-from olive_passes_genai.matmul_pieces import MatMulPieces, WeightSwapSession
-from olive_passes_genai.weight_only import OnnxKQuantQuantization
+from olive_passes_genai.prefill import prefill_feeds
 from onnx import numpy_helper
 
 from olive.testing import run_pass
+from olive_passes_quant.k_quant import OnnxKQuantQuantization
+from olive_passes_quant.matmul_pieces import MatMulPieces, WeightSwapSession
 
 
 @pytest.fixture(scope="module")

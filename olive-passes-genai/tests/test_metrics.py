@@ -71,9 +71,8 @@ def test_another_model_disagrees_and_the_metrics_say_so(qwen2_fp32, held_out_fil
 
 
 def test_speed_is_measured_against_the_reference_in_alternating_rounds(trained_fp32, held_out_file, tmp_path):
-    from olive_passes_genai.weight_only import OnnxKQuantQuantization
-
     from olive.testing import run_pass
+    from olive_passes_quant.k_quant import OnnxKQuantQuantization
 
     int4 = run_pass(OnnxKQuantQuantization, trained_fp32, {"block_size": 32}, output_dir=tmp_path)
     metric = _metric(held_out_file, repeat=10, prompt_tokens=32, max_new_tokens=8)

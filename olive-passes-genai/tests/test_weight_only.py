@@ -1,17 +1,17 @@
-"""HQQ and k-quant on an onnxruntime-genai decoder (the trained one's fp32 build) and on a plain ONNX model: smaller,
-MatMulNBits in place of every weight MatMul, and outputs close to the float model's."""
+"""HQQ, k-quant and GPTQ (olive-passes-quant's) on an onnxruntime-genai decoder, the trained one's fp32 build: a
+GenAIModel folder again, smaller, MatMulNBits in place of every weight MatMul, and text close to the float model's
+(plain ONNX models: olive-passes-quant's tests)."""
 
 from __future__ import annotations
 
-import numpy as np
 import onnx
 import pytest
 from olive_passes_genai import metrics
 from olive_passes_genai.genai_model import GenAIModelHandler
-from olive_passes_genai.weight_only import OnnxHqqQuantization, OnnxKQuantQuantization
 
-from olive.exceptions import PassConfigError
 from olive.testing import run_pass
+from olive_passes_quant.hqq import OnnxHqqQuantization
+from olive_passes_quant.k_quant import OnnxKQuantQuantization
 
 
 def _ops(model) -> list[str]:
@@ -83,32 +83,9 @@ def test_is_symmetric_on_k_quant_says_it_has_no_effect(trained_fp32, tmp_path, c
     assert all(len(n.input) == 4 for n in graph.node if n.op_type == "MatMulNBits")
 
 
-@pytest.mark.parametrize("cls", [OnnxHqqQuantization, OnnxKQuantQuantization])
-def test_a_block_size_matmulnbits_does_not_take_is_a_config_error(cls, cpu):
-    with pytest.raises(PassConfigError, match="param 'block_size' is 48"):
-        cls._check_config(cls.generate_config(cpu, {"block_size": 48}, disable_search=True), cpu)
-
-
-def test_a_plain_onnx_model_gives_a_plain_onnx_model(tmp_path):
-    import onnxruntime as ort
-
-    from olive.model.handler import ONNXModelHandler
-    from olive.testing import mlp_model, random_inputs, save_model
-
-    source = save_model(mlp_model(in_features=64, hidden=128, out_features=64), tmp_path / "mlp")
-    path = source.model_path
-    out = run_pass(OnnxHqqQuantization, source, {"block_size": 32}, output_dir=tmp_path / "q")
-    assert type(out) is ONNXModelHandler and "MatMulNBits" in _ops(out)
-    feeds = random_inputs(source, batch_size=4)
-    ref = ort.InferenceSession(str(path)).run(None, feeds)[0]
-    got = ort.InferenceSession(out.model_path).run(None, feeds)[0]
-    assert np.abs(got - ref).max() < 0.1 * np.abs(ref).max()
-
-
 def test_gptq_calibrated_on_other_text_is_int4_and_stays_close_on_held_out_text(trained_fp32, held_out_file, tmp_path):
-    from olive_passes_genai.gptq import OnnxGptqQuantization
-
     from olive.testing.decoders import calibration_text
+    from olive_passes_quant.gptq import OnnxGptqQuantization
 
     calib = tmp_path / "calib.txt"
     calib.write_text(calibration_text(30_000).replace("\n\n", "\n"), encoding="utf-8")
@@ -125,11 +102,10 @@ def test_gptq_calibrated_on_other_text_is_int4_and_stays_close_on_held_out_text(
 
 
 def test_gptq_calibrates_on_the_fitting_part_of_a_text_data_config(trained_dir, trained_fp32, held_out_file, tmp_path):
-    from olive_passes_genai.gptq import OnnxGptqQuantization
-
     from olive.data.config import DataConfig
     from olive.data.containers import bind_input_model
     from olive.data.split import FIT
+    from olive_passes_quant.gptq import OnnxGptqQuantization
 
     data = DataConfig.from_json(
         {"name": "text", "type": "TextDataContainer", "load_dataset_config": {"data_path": str(held_out_file)}}
@@ -140,3 +116,18 @@ def test_gptq_calibrates_on_the_fitting_part_of_a_text_data_config(trained_dir, 
     out = run_pass(OnnxGptqQuantization, trained_fp32, {"data_config": fit, "max_windows": 4}, output_dir=tmp_path)
     assert out.model_attributes["gptq"]["calibration_windows"] == 4
     assert _ops(out).count("MatMulNBits") >= 9
+
+
+def test_gptq_keeps_the_pass_contract_on_a_genai_folder(trained_fp32, held_out_file, tmp_path):
+    from olive.testing import assert_pass_contract
+    from olive_passes_quant.gptq import OnnxGptqQuantization
+
+    config = {"data_path": str(held_out_file), "max_windows": 2}
+    report = assert_pass_contract(
+        OnnxGptqQuantization,
+        model=trained_fp32,
+        entry_point_name="OnnxGptqQuantization",
+        config=config,
+        output_dir=tmp_path / "out",
+    )
+    assert report["ran"] == 1 and isinstance(report["outputs"][0], GenAIModelHandler)

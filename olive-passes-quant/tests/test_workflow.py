@@ -78,6 +78,25 @@ def test_dynamic_and_4bit_in_one_workflow(tmp_path, bert, calib_npz):
     assert (tmp_path / "out" / "model.onnx").is_file()
 
 
+def test_every_weight_only_pass_of_an_onnx_model_runs_by_name_in_a_workflow(tmp_path, bert, calib_npz):
+    passes = {
+        "int4": [
+            {"type": "OnnxBlockWiseRtnQuantization", "block_size": 32},
+            {"type": "OnnxHqqQuantization", "block_size": 32},
+            {"type": "OnnxKQuantQuantization", "block_size": 32, "accuracy_level": 4},
+        ]
+    }
+    output = olive.workflows.run(_workflow(bert, calib_npz, tmp_path, passes, search=True))
+    ran = {n.pass_name: n for n in output.footprint if n.status == "ok"}
+    assert {"OnnxBlockWiseRtnQuantization", "OnnxHqqQuantization", "OnnxKQuantQuantization"} <= set(ran)
+    for node in ran.values():
+        assert node.metrics["agree-cosine_mean"]["value"] >= 0.95
+    import onnx
+
+    ops = [n.op_type for n in onnx.load(str(tmp_path / "out" / "model.onnx")).graph.node]
+    assert "MatMulNBits" in ops
+
+
 def test_failed_calibration_leaves_nothing_in_cache_or_output(tmp_path, bert):
     bad = tmp_path / "bad.npz"
     rows = np.ones((4, 16), dtype=np.int64)

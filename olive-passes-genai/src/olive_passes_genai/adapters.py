@@ -166,6 +166,10 @@ class ExtractAdapters(Pass):
             name: {"file": path.name, "sha256": _sha256(path), "rank": _rank_of(weights[name])}
             for name, path in files.items()
         }
+        for name, record in records.items():
+            # The PEFT folder it came from: what an adapter's agreement is measured against (merged in PyTorch).
+            if name in attributes["adapters"] and isinstance(record, Mapping) and record.get("path"):
+                attributes["adapters"][name]["path"] = str(record["path"])
         attributes["adapter_inputs"] = (
             {name: list(shape) for name, shape in inputs.items()} if config.make_inputs else {}
         )

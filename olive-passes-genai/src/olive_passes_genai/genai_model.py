@@ -7,7 +7,8 @@ weight-only pass given one writes another with the same ``genai_config.json`` an
     "input_model": {"type": "GenAIModel", "model_path": "models/qwen2-int4"}
 
 The handler is an ONNX model handler whose ``model_path`` is the decoder file, so every ONNX pass and metric
-takes it; :meth:`GenAIModelHandler.folder_files` lists every file of the folder, which is what the engine
+takes it; a pass that rewrites the decoder hands its output to :meth:`GenAIModelHandler.with_graph` to keep the
+folder servable; :meth:`GenAIModelHandler.folder_files` lists every file of the folder, which is what the engine
 copies into ``output_dir`` and what the cache key hashes.
 """
 
@@ -163,6 +164,21 @@ class GenAIModelHandler(ONNXModelHandler):
         data = super().to_json()
         data["type"] = self.model_type
         return data
+
+    def with_graph(self, onnx_model: ONNXModelHandler) -> GenAIModelHandler:
+        """``onnx_model`` (a pass's rewrite of the decoder, in its own folder) as a folder of this type: what
+        olive-passes-quant's weight-only passes return for a GenAIModel (:func:`genai_folder_from_onnx`)."""
+        return genai_folder_from_onnx(self, onnx_model)
+
+    def text_feeds(self, config: Any, owner: str) -> list[dict[str, Any]]:
+        """Prefill feeds of the decoder for the windows of a pass's text (``data_config`` or ``data_path``,
+        ``window``, ``max_windows``), tokenized with the folder's tokenizer: what olive-passes-quant's
+        ``OnnxGptqQuantization`` calibrates on."""
+        # Here, not at the top: the feeds need the tokenizer (onnxruntime-genai, through the metrics' decoder), and
+        # the model type is resolved without it.
+        from olive_passes_genai.prefill import text_feeds
+
+        return text_feeds(self, config, owner)
 
 
 def genai_folder_from_onnx(source: GenAIModelHandler, onnx_model: ONNXModelHandler) -> GenAIModelHandler:

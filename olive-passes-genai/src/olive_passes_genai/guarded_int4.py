@@ -11,9 +11,9 @@ keeps as few as a stated goal allows, measured on the user's text:
 2. **Sensitivity**: each MatMul's weight is quantized alone to int4 (k-quant, onnxruntime's
    ``KQuantWeightOnlyQuantConfig``) and scored by the mean next-token KL against the float model on the first
    ``rank_windows`` (2) fitting windows, with that MatMul alone at int4. All of it runs in one onnxruntime session of
-   the float model whose weights a run can replace (:class:`~olive_passes_genai.matmul_pieces.WeightSwapSession`):
+   the float model whose weights a run can replace (:class:`~olive_passes_quant.matmul_pieces.WeightSwapSession`):
    one forward run per MatMul, no model written or loaded per MatMul. Each weight is quantized once per bit width
-   and every candidate below is assembled from those pieces (:mod:`olive_passes_genai.matmul_pieces`), so the pass
+   and every candidate below is assembled from those pieces (:mod:`olive_passes_quant.matmul_pieces`), so the pass
    quantizes the model about once.
 3. **Keeps**: the most sensitive MatMuls are kept at 8 bits, fewest first, until the goal holds on the held-out
    windows: ``top1_agreement`` with the float model ``>= goal_value`` (default 0.98), or ``perplexity_ratio`` (the
@@ -21,9 +21,16 @@ keeps as few as a stated goal allows, measured on the user's text:
    check); when it misses, 1, 2, 4... keeps, then the gap halved: a handful of checks whatever the number of
    MatMuls. The ranking is a proxy; the goal is always checked on the whole model, on every judging window.
 
+**Adapters**: on a decoder with adapter inputs and files (``ExtractAdapters``' output), the goal must hold with each
+adapter active too (``adapter_goals``, default true), against the float model with the same adapter active, on that
+adapter's own text (``adapter_data_paths``: name -> ``.txt`` / ``.jsonl``, at most ``max_windows // 2`` windows,
+none of which ranks) or, for an adapter given none, on the judging windows. The ranking is the base's: the adapter
+inputs and their MatMuls stay float, and the base's MatMuls are what a server shares between adapters.
+
 The output is a :class:`GenAIModelHandler`; ``model_attributes["guarded_int4"]`` records the sensitivities, the
 MatMuls kept, the goal, each number of keeps tried with its held-out value, and the value reached (or by how much
-it was missed when even ``max_kept`` keeps do not reach it).
+it was missed when even ``max_kept`` keeps do not reach it), and under ``adapters`` each adapter's value, keeps
+tried and text.
 """
 
 from __future__ import annotations
@@ -32,19 +39,20 @@ import logging
 import math
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from olive.engine.memory import release_freed_memory
 from olive.exceptions import PassParamError
 from olive.passes import Pass, PassConfigParam
 from olive_passes_genai.genai_model import GenAIModelHandler
-from olive_passes_genai.gptq import prefill_feeds
-from olive_passes_genai.matmul_pieces import MatMulPieces, WeightSwapSession
 from olive_passes_genai.metrics import _Decoder, _log_softmax
-from olive_passes_genai.text_windows import check_text_params, pass_samples, text_params, windows
-from olive_passes_genai.weight_only import _external_data_params
+from olive_passes_genai.prefill import prefill_feeds
+from olive_passes_genai.text_windows import pass_samples, read_samples, windows
+from olive_passes_quant.matmul_pieces import MatMulPieces, WeightSwapSession
+from olive_passes_quant.text_params import check_text_params, text_params
+from olive_passes_quant.weight_only import external_data_params
 
 if TYPE_CHECKING:
     import numpy as np
@@ -106,7 +114,19 @@ class OnnxGuardedInt4(Pass):
                 default_value=0.5,
                 description="At most this share of the MatMuls is kept at 8 bits.",
             ),
-            **_external_data_params(),
+            "adapter_goals": PassConfigParam(
+                type_=bool,
+                default_value=True,
+                description="On a model with adapter inputs and files (ExtractAdapters'), the goal must hold with each "
+                "adapter active too, against the float model with it active.",
+            ),
+            "adapter_data_paths": PassConfigParam(
+                type_=dict | None,
+                default_value=None,
+                description="Each adapter's own text to check its goal on, adapter name -> .txt (one sample per "
+                "line) or .jsonl file; an adapter given none is checked on the judging windows.",
+            ),
+            **external_data_params(external=True),
         }
 
     @classmethod
@@ -124,6 +144,16 @@ class OnnxGuardedInt4(Pass):
             raise PassParamError(f"param 'max_kept' is {config.max_kept}; use a share from 0 to 1", params="max_kept")
         # one window to rank on, one to check the goal on
         check_text_params(config, min_windows=2)
+        paths = config.adapter_data_paths
+        if paths is not None and (
+            not isinstance(paths, Mapping)
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in paths.items())
+        ):
+            raise PassParamError(
+                f"param 'adapter_data_paths' is {paths!r}; give adapter names and text files, like "
+                '{"legal": "legal.txt"}',
+                params="adapter_data_paths",
+            )
 
     def _run_for_config(
         self, model: GenAIModelHandler, config: BasePassConfig, output_model_path: str
@@ -149,7 +179,11 @@ class OnnxGuardedInt4(Pass):
         rank = fit if config.rank_windows is None else fit[: config.rank_windows]
         judge_ref = [_log_softmax(float_model.window_logits(w)).astype(np.float32) for w in judge]
         ref_nll = _nll(judge_ref, judge)
-        del float_model  # its weights are not needed again: candidates are compared with judge_ref
+        # What a check compares with: the float model's most likely tokens, and its NLL.
+        base_check = _Check(judge, [q.argmax(-1) for q in judge_ref], ref_nll, "the judging windows")
+        del judge_ref
+        adapter_checks = self._adapter_checks(model, float_model, config, judge) if config.adapter_goals else {}
+        del float_model  # its weights are not needed again: candidates are compared with the checks
         release_freed_memory()
         pieces = MatMulPieces(model, config.block_size, config.accuracy_level, owner)
         targets = list(pieces.targets)
@@ -161,16 +195,32 @@ class OnnxGuardedInt4(Pass):
         # the one that may be returned is kept (the fewest keeps that held so far, or the capped one).
         scratch = Path(tempfile.mkdtemp(prefix=".guarded-int4-", dir=Path(output_model_path).parent))
         tried: dict[int, float] = {}
+        adapter_tried: dict[str, dict[int, float]] = {name: {} for name in adapter_checks}
         best: list[int] = []
 
         def check(count: int) -> bool:
             kept = set(order[:count])
             folder = scratch / f"keep-{count}"
             candidate = pieces.assemble({n: 8 if n in kept else 4 for n in targets}, folder, config)
-            value = _goal_value(_Decoder(candidate.folder), judge, judge_ref, ref_nll, config.goal_metric)
+            decoder = _Decoder(candidate.folder)
+            value = _goal_value(decoder, base_check, config.goal_metric)
             tried[count] = value
-            logger.info("%s: %d kept at 8 bits: %s %.4f (goal %s)", owner, count, config.goal_metric, value, goal)
-            held = value >= goal if config.goal_metric == "top1_agreement" else value <= goal
+            for name, (file, adapter_check) in adapter_checks.items():
+                active = decoder.with_adapter(name, candidate.folder / file)
+                adapter_tried[name][count] = _goal_value(active, adapter_check, config.goal_metric)
+            values = [value, *(adapter_tried[name][count] for name in adapter_checks)]
+            with_adapters = "".join(f", with {name} {adapter_tried[name][count]:.4f}" for name in adapter_checks)
+            logger.info(
+                "%s: %d kept at 8 bits: %s %.4f%s (goal %s)",
+                owner,
+                count,
+                config.goal_metric,
+                value,
+                with_adapters,
+                goal,
+            )
+            meets = (lambda v: v >= goal) if config.goal_metric == "top1_agreement" else (lambda v: v <= goal)
+            held = all(meets(v) for v in values)
             if held:
                 for previous in best:
                     shutil.rmtree(scratch / f"keep-{previous}", ignore_errors=True)
@@ -215,7 +265,61 @@ class OnnxGuardedInt4(Pass):
             f"({config.window} tokens "
             f"each, from {source})",
         }
+        if adapter_checks:
+            result.model_attributes["guarded_int4"]["adapters"] = {
+                name: {
+                    "held_out_value": adapter_tried[name][count],
+                    "keeps_tried": {str(c): v for c, v in sorted(adapter_tried[name].items())},
+                    "text": f"{len(check.windows)} window(s) of {check.source}",
+                }
+                for name, (_, check) in adapter_checks.items()
+            }
         return result
+
+    def _adapter_checks(
+        self, model: GenAIModelHandler, float_model: _Decoder, config: BasePassConfig, judge: list[np.ndarray]
+    ) -> dict[str, tuple[str, _Check]]:
+        """Per adapter of the model: its file's name and what its goal is checked against (the float model with it
+        active, on its own text or the judging windows)."""
+        owner = self.config_owner()
+        attributes = model.model_attributes or {}
+        records = attributes.get("adapters") or {}
+        files = {
+            name: str(record["file"])
+            for name, record in records.items()
+            if isinstance(record, Mapping)
+            and str(record.get("file", "")).endswith(".onnx_adapter")
+            and (model.folder / str(record["file"])).is_file()
+        }
+        if not attributes.get("adapter_inputs"):
+            files = {}
+        paths = dict(config.adapter_data_paths or {})
+        unknown = sorted(set(paths) - set(files))
+        if unknown:
+            raise PassParamError(
+                f"{owner}: adapter_data_paths names {', '.join(unknown)}, which the model has no adapter file for "
+                f"(its adapters: {', '.join(sorted(files)) or 'none'}); name one of those",
+                params="adapter_data_paths",
+            )
+        checks = {}
+        for name, file in files.items():
+            active = float_model.with_adapter(name, model.folder / file)
+            if name in paths:
+                samples = read_samples(None, paths[name], f"{owner}: adapter '{name}'")
+                cut = windows(
+                    active.encode("\n".join(samples)), config.window, config.window, max(1, config.max_windows // 2)
+                )
+                source = f"'{paths[name]}'"
+                if not cut:
+                    raise PassParamError(
+                        f"{owner}: adapter '{name}': '{paths[name]}' is under 2 tokens long; give more text",
+                        params="adapter_data_paths",
+                    )
+            else:
+                cut, source = judge, "the judging windows"
+            references = [_log_softmax(active.window_logits(w)) for w in cut]
+            checks[name] = (file, _Check(cut, [q.argmax(-1) for q in references], _nll(references, cut), source))
+        return checks
 
     def _rank(self, pieces: MatMulPieces, feeds: list[dict[str, Any]]) -> dict[str, float]:
         """Each MatMul's mean next-token KL against the float model on the ranking windows with that MatMul alone at
@@ -282,13 +386,20 @@ def _nll(log_probs: list[np.ndarray], windows: list[np.ndarray]) -> float:
     return total / count
 
 
-def _goal_value(
-    decoder: _Decoder, windows: list[np.ndarray], references: list[np.ndarray], ref_nll: float, metric: str
-) -> float:
+class _Check(NamedTuple):
+    """Windows a goal is checked on, with the float model's most likely next tokens and NLL on them."""
+
+    windows: list[np.ndarray]
+    top: list[np.ndarray]
+    nll: float
+    source: str
+
+
+def _goal_value(decoder: _Decoder, check: _Check, metric: str) -> float:
     import numpy as np
 
-    log_probs = [_log_softmax(decoder.window_logits(w)) for w in windows]
+    log_probs = [_log_softmax(decoder.window_logits(w)) for w in check.windows]
     if metric == "perplexity_ratio":
-        return math.exp(_nll(log_probs, windows) - ref_nll)
-    same = sum(int((p.argmax(-1) == q.argmax(-1)).sum()) for p, q in zip(log_probs, references, strict=True))
-    return same / sum(len(w) for w in windows) if windows else float(np.nan)
+        return math.exp(_nll(log_probs, check.windows) - check.nll)
+    same = sum(int((p.argmax(-1) == q).sum()) for p, q in zip(log_probs, check.top, strict=True))
+    return same / sum(len(w) for w in check.windows) if check.windows else float(np.nan)

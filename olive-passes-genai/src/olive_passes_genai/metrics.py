@@ -42,6 +42,16 @@ metric type           sub types                                    how
 ``prefill_ms``        ``prefill_ms``, ``ratio_prefill_ms`` (lower) One prefill of ``prompt_tokens`` tokens (time
                                                                    to first token), timed as above.
 ===================== ============================================ ==========================================
+
+**With an adapter active** (``user_config.adapter: NAME``, on a folder ``ExtractAdapters`` wrote): the model is
+measured as a server runs it with that adapter (``onnxruntime_genai.Adapters``, ``set_active_adapter``), its file
+the one the model records for the name (``model_attributes["adapters"]``), or ``user_config.adapter_file``.
+``perplexity`` is the model's with the adapter active. ``next_token_kl``, ``top1_agreement`` and
+``greedy_match`` compare it with PyTorch running the base with the same adapter merged (peft's
+``merge_and_unload``; ``user_config.adapter_path``, the PEFT folder, defaults to the one the model records,
+``user_config.base_model`` to the folder the adapter names as its base), on the same token ids; the workflow's
+reference model is not used. ``decode_tokens_per_s`` and ``prefill_ms`` time the model with the adapter active
+against the same model with none, in alternating rounds: the ratio is what the adapter costs.
 """
 
 from __future__ import annotations
@@ -99,7 +109,8 @@ def text_samples(metric: Mapping[str, Any], data: Any) -> list[str]:
 
 
 class _Decoder:
-    """One onnxruntime-genai model loaded from its folder, with its tokenizer."""
+    """One onnxruntime-genai model loaded from its folder, with its tokenizer; with an adapter active in every
+    generator when :meth:`with_adapter` made it."""
 
     def __init__(self, folder: Path):
         import onnxruntime_genai as og
@@ -108,6 +119,23 @@ class _Decoder:
         self.folder = folder
         self.model = og.Model(str(folder))
         self.tokenizer = og.Tokenizer(self.model)
+        self.adapters: Any = None
+        self.adapter: str | None = None
+
+    def with_adapter(self, name: str, file: Path) -> _Decoder:
+        """The same loaded model (and tokenizer) with the adapter ``name`` from ``file`` active."""
+        adapters = self.og.Adapters(self.model)
+        adapters.load(str(file), name)
+        return self._sharing(adapters, name)
+
+    def without_adapter(self) -> _Decoder:
+        """The same loaded model with no adapter active (the base)."""
+        return self._sharing(None, None)
+
+    def _sharing(self, adapters: Any, adapter: str | None) -> _Decoder:
+        other = object.__new__(_Decoder)
+        other.__dict__.update(self.__dict__, adapters=adapters, adapter=adapter)
+        return other
 
     def encode(self, text: str) -> np.ndarray:
         import numpy as np
@@ -120,7 +148,10 @@ class _Decoder:
         if greedy:
             options["do_sample"] = False
         params.set_search_options(**options)
-        return self.og.Generator(self.model, params)
+        generator = self.og.Generator(self.model, params)
+        if self.adapter is not None:
+            generator.set_active_adapter(self.adapters, self.adapter)
+        return generator
 
     def window_logits(self, tokens: np.ndarray) -> np.ndarray:
         """Float64 logits ``[len(tokens), vocab]`` of one prefill of ``tokens`` (teacher-forced)."""
@@ -139,6 +170,114 @@ class _Decoder:
             generator.generate_next_token()
             out.append(int(generator.get_next_tokens()[0]))
         return out
+
+
+def _adapter_name(metric: Mapping[str, Any]) -> str | None:
+    name = _options(metric).get("adapter")
+    if name is not None and (not isinstance(name, str) or not name):
+        raise OliveError(f"metric '{metric.get('name')}': user_config.adapter must be an adapter's name, got {name!r}")
+    return name
+
+
+def _adapter_record(model: Any, name: str, metric: Mapping[str, Any]) -> Mapping[str, Any]:
+    records = (getattr(model, "model_attributes", None) or {}).get("adapters") or {}
+    record = records.get(name)
+    if isinstance(record, Mapping):
+        return record
+    if _options(metric).get("adapter_file"):
+        return {}
+    have = ", ".join(sorted(records)) or "none"
+    raise OliveError(
+        f"metric '{metric.get('name')}': the model has no adapter '{name}' (its adapters: {have}); name one of them "
+        "in user_config.adapter, or give user_config.adapter_file"
+    )
+
+
+def _loaded(model: Any, metric: Mapping[str, Any]) -> _Decoder:
+    """The model's decoder, with ``user_config.adapter`` active when the metric names one."""
+    decoder = _Decoder(_folder(model, "the model"))
+    name = _adapter_name(metric)
+    return decoder if name is None else decoder.with_adapter(name, _adapter_file(model, decoder.folder, name, metric))
+
+
+def _adapter_file(model: Any, folder: Path, name: str, metric: Mapping[str, Any]) -> Path:
+    given = _options(metric).get("adapter_file")
+    record = _adapter_record(model, name, metric)
+    path = Path(given) if given else folder / str(record.get("file") or f"{name}.onnx_adapter")
+    if not path.is_file() or path.suffix != ".onnx_adapter":
+        raise OliveError(
+            f"metric '{metric.get('name')}': adapter '{name}' has no .onnx_adapter file ({path}); onnxruntime_genai "
+            "loads that format only: run ExtractAdapters with save_format onnx_adapter, or olive convert-adapters"
+        )
+    return path
+
+
+class _Merged:
+    """PyTorch running the base with a PEFT adapter merged (``merge_and_unload``): the reference an adapter's
+    agreement is measured against."""
+
+    def __init__(self, base: Path, adapter: Path, what: str):
+        try:
+            import peft
+            import torch
+            import transformers
+        except ImportError as exc:
+            raise OliveError(
+                f"{what}: its agreement is measured against PyTorch with it merged, which needs {exc.name}; install "
+                "it (pip install olive-passes-genai[adapters])"
+            ) from None
+        self.torch = torch
+        model = transformers.AutoModelForCausalLM.from_pretrained(str(base), local_files_only=True)
+        # In float32 whatever the checkpoint's dtype: the float build it is compared with is fp32.
+        self.model = peft.PeftModel.from_pretrained(model, str(adapter)).merge_and_unload().float().eval()
+
+    def window_logits(self, tokens: np.ndarray) -> np.ndarray:
+        import numpy as np
+
+        torch = self.torch
+        with torch.no_grad():
+            logits = self.model(input_ids=torch.tensor(tokens[None, :].astype(np.int64))).logits
+        return logits[0].to(torch.float64).numpy()
+
+    def greedy(self, prompt: np.ndarray, new_tokens: int) -> list[int]:
+        import numpy as np
+
+        torch = self.torch
+        with torch.no_grad():
+            out = self.model.generate(
+                torch.tensor(prompt[None, :].astype(np.int64)),
+                max_new_tokens=new_tokens,
+                do_sample=False,
+                attention_mask=torch.ones((1, len(prompt)), dtype=torch.long),
+            )
+        return out[0, len(prompt) :].tolist()
+
+
+def _merged_reference(model: Any, name: str, metric: Mapping[str, Any]) -> _Merged:
+    """PyTorch with the metric's adapter merged: its PEFT folder (``user_config.adapter_path``, or the model's record)
+    and base (``user_config.base_model``, or the folder the adapter's config names)."""
+    import json
+
+    options = _options(metric)
+    what = f"metric '{metric.get('name')}': adapter '{name}'"
+    folder = options.get("adapter_path") or _adapter_record(model, name, metric).get("path")
+    if not folder or not (Path(folder) / "adapter_config.json").is_file():
+        raise OliveError(
+            f"{what}: its PEFT folder is not known ({folder or 'the model records none'}), and the agreement is "
+            "measured against PyTorch with it merged; give user_config.adapter_path (the folder "
+            "PeftModel.save_pretrained wrote)"
+        )
+    base = options.get("base_model")
+    if not base:
+        base = json.loads((Path(folder) / "adapter_config.json").read_text(encoding="utf-8")).get(
+            "base_model_name_or_path"
+        )
+    if not base or not (Path(base) / "config.json").is_file():
+        raise OliveError(
+            f"{what}: its base model '{base}' is not a local Hugging Face folder; give user_config.base_model (the "
+            "folder the adapter was trained on)"
+        )
+    return _Merged(Path(base), Path(folder), what)
 
 
 def _tokens(decoder: _Decoder, metric: Mapping[str, Any], data: Any, count: int) -> np.ndarray:
@@ -169,13 +308,15 @@ def _teacher_forced(model: Any, metric: Mapping[str, Any], data: Any, reference:
     window = _int(options, "window", 128, metric)
     stride = _int(options, "stride", window, metric)
     max_windows = _int(options, "max_windows", 16, metric)
-    candidate = _Decoder(_folder(model, "the model"))
+    candidate = _loaded(model, metric)
     tokens = _tokens(candidate, metric, data, window * max_windows)
     cut = windows(tokens, window, stride, max_windows)
     if not cut:
         raise OliveError(f"metric '{metric.get('name')}': the text is under 2 tokens long; give more text")
-    against = None
-    if reference is not None and _folder(reference, "the reference model") != candidate.folder:
+    against: _Decoder | _Merged | None = None
+    if reference is not None and candidate.adapter is not None:
+        against = _merged_reference(model, candidate.adapter, metric)
+    elif reference is not None and _folder(reference, "the reference model") != candidate.folder:
         against = _Decoder(_folder(reference, "the reference model"))
     nll, kl, agree, count = 0.0, 0.0, 0, 0
     for tokens_w in cut:
@@ -218,10 +359,15 @@ def greedy_match(model: Any, metric: Mapping[str, Any], data: Any, reference_mod
     options = _options(metric)
     prompts = text_samples(metric, data)[: _int(options, "num_prompts", 8, metric)]
     new_tokens = _int(options, "max_new_tokens", 16, metric)
-    candidate = _Decoder(_folder(model, "the model"))
+    candidate = _loaded(model, metric)
     reference = reference_model or model
-    same = _folder(reference, "the reference model") == candidate.folder
-    against = candidate if same else _Decoder(_folder(reference, "the reference model"))
+    against: _Decoder | _Merged
+    if candidate.adapter is not None:
+        against = _merged_reference(model, candidate.adapter, metric)
+    elif _folder(reference, "the reference model") == candidate.folder:
+        against = candidate
+    else:
+        against = _Decoder(_folder(reference, "the reference model"))
     full, prefix = 0, 0.0
     for prompt in prompts:
         ids = candidate.encode(prompt)
@@ -252,9 +398,12 @@ def _speed(model: Any, metric: Mapping[str, Any], data: Any, reference: Any | No
     new_tokens = _int(options, "max_new_tokens", 32, metric)
     repeat = _int(options, "repeat", 20, metric)
     warmup = _int(options, "warmup", 2, metric)
-    candidate = _Decoder(_folder(model, "the model"))
+    candidate = _loaded(model, metric)
     decoders = [candidate]
-    if reference is not None and _folder(reference, "the reference model") != candidate.folder:
+    if candidate.adapter is not None:
+        # What the adapter costs: the same loaded model with none active is the reference.
+        decoders.append(candidate.without_adapter())
+    elif reference is not None and _folder(reference, "the reference model") != candidate.folder:
         decoders.append(_Decoder(_folder(reference, "the reference model")))
     prompt = _prompt(candidate, metric, data, prompt_len)
 

@@ -14,6 +14,8 @@ initializers beside the base weight. The output's ``model_attributes["adapters"]
 folder, content digest) for ``ExtractAdapters``, which turns those weights into inputs and writes one adapter file
 per adapter. An ``adapter_path`` in ``extra_options`` is the builder's own and wins. At int4 and int8 the adapter's
 MatMuls are left out of the quantizing step: they stay float MatMuls, which ExtractAdapters turns into inputs.
+``extract_adapters: true`` runs ExtractAdapters (its defaults) on the build within the pass, so its output, the
+model a workflow's metrics compare with, is the base with adapter inputs, which runs with any adapter or none.
 
 Checked before anything is built (a config error, ``olive run`` exits 2): a precision the target's execution
 provider cannot run (fp16 and bf16 need a GPU provider), an architecture the installed builder does not know, a
@@ -50,6 +52,7 @@ from olive.logs import onnxruntime_logs
 from olive.passes import Pass, PassConfigParam
 from olive.search.search_parameter import Boolean, Categorical
 from olive_passes_genai.genai_model import GENAI_CONFIG, GenAIModelHandler
+from olive_passes_quant._types import AccuracyLevel
 
 if TYPE_CHECKING:
     from olive.model.handler import OliveModelHandler
@@ -59,8 +62,9 @@ logger = logging.getLogger(__name__)
 
 PRECISIONS = ("fp32", "fp16", "bf16", "int8", "int4")
 BLOCK_SIZES = (16, 32, 64, 128, 256)
-#: MatMulNBits accuracy levels (Olive's ``ModelBuilder.AccuracyLevel``): the minimum compute type of int4 MatMuls.
-ACCURACY_LEVELS = {1: "fp32", 2: "fp16", 3: "bf16", 4: "int8"}
+#: MatMulNBits accuracy levels the builder takes (Olive's ``ModelBuilder.AccuracyLevel``), from the one table of them
+#: (olive-passes-quant's): the minimum compute type of int4 MatMuls; "unset" (0) is not the builder's to take.
+ACCURACY_LEVELS = {level.value: level.name for level in AccuracyLevel if level is not AccuracyLevel.unset}
 ALGO_CONFIGS = ("default", "rtn", "k_quant", "rtn_last", "k_quant_last", "k_quant_mixed", "k_quant_linear")
 #: Execution provider -> the builder's ``execution_provider`` name, as Olive maps them.
 EP_NAMES = {
@@ -120,6 +124,13 @@ class ModelBuilder(Pass):
                 required=True,
                 description=f"Precision of the model's weights: {', '.join(PRECISIONS)} (fp16 and bf16 need a GPU "
                 "execution provider).",
+            ),
+            "extract_adapters": PassConfigParam(
+                type_=bool,
+                default_value=False,
+                description="With an HfModel with adapters: the output is ExtractAdapters' (its defaults) on the "
+                "build, the LoRA weights inputs with empty defaults and one .onnx_adapter per adapter, so the float "
+                "build a workflow compares with runs every adapter and the base.",
             ),
             "search": PassConfigParam(
                 type_=dict | None,
@@ -346,7 +357,23 @@ class ModelBuilder(Pass):
         if adapters:
             attributes["adapters"] = adapters
             attributes["adapter_built_in"] = next(iter(adapters))
-        return GenAIModelHandler(str(output), model_attributes=attributes)
+        built = GenAIModelHandler(str(output), model_attributes=attributes)
+        if adapters and config.extract_adapters:
+            return self._extract(built, output)
+        return built
+
+    def _extract(self, built: GenAIModelHandler, output: Path) -> GenAIModelHandler:
+        """ExtractAdapters (its defaults) on the build, into ``output``: the build moves aside first."""
+        from olive_passes_genai.adapters import ExtractAdapters
+
+        staging = Path(tempfile.mkdtemp(prefix=f".{output.name}-with-adapter-", dir=output.parent))
+        try:
+            for path in output.iterdir():
+                path.replace(staging / path.name)
+            moved = GenAIModelHandler(str(staging), model_attributes=built.model_attributes)
+            return ExtractAdapters(self.accelerator_spec, {}).run(moved, str(output))
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
 
 
 def adapter_records(model: OliveModelHandler) -> dict[str, dict[str, str]]:

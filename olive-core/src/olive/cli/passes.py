@@ -129,8 +129,8 @@ def _escape(text: str) -> str:
 
 def _show_pass(registry: Any, name: str, as_json: bool) -> None:
     from olive.hardware.accelerator import DEFAULT_CPU_ACCELERATOR
+    from olive.passes.param_types import describe_type
     from olive.passes.pass_config import to_json_value
-    from olive.passes.type_check import describe_type
     from olive.search.search_parameter import SearchParameter
 
     pass_class = registry.get_pass_class(name)

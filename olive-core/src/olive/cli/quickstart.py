@@ -229,7 +229,7 @@ def metric_value(node: Any, key: str) -> float | None:
 
 def _comparison(output: Any) -> list[str]:
     """One line per objective: the chosen model against the input model."""
-    from olive.report.table import format_value, spread_words, unit_of
+    from olive.report.table import change_words, format_value, spread_words, unit_of
 
     best, base = output.best, output.footprint[0] if output.footprint else None
     lines: list[str] = []
@@ -255,10 +255,9 @@ def _comparison(output: Any) -> list[str]:
             continue
         suffix = f" {unit}" if unit else ""
         text = f"{key}: {format_value(old, divisor)} → {format_value(new, divisor)}{suffix}"
-        if not higher and new > 0 and old > 0:
-            better, worse = {"MiB": ("smaller", "larger"), "ms": ("faster", "slower")}.get(unit, ("lower", "higher"))
-            ratio = old / new
-            text += f" ({ratio:.2f}x {better})" if ratio >= 1 else f" ({1 / ratio:.2f}x {worse})"
+        change = change_words(old, new, unit) if not higher else ""
+        if change:
+            text += f" ({change})"
         lines.append(text)
     return lines
 

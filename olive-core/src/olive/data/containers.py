@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from olive.exceptions import WorkflowConfigError
 from olive.plugins.install_hints import (
@@ -26,9 +26,6 @@ from olive.plugins.install_hints import (
 )
 from olive.plugins.named_types import NamedTypeRegistry
 from olive.plugins.process_wide import ProcessWide
-
-if TYPE_CHECKING:
-    from olive.data.config import DataConfig
 
 __all__ = [
     "CONTAINERS_GROUP",
@@ -42,6 +39,11 @@ __all__ = [
 ]
 
 CONTAINERS_GROUP = "olive.data_containers"
+
+#: A :class:`~olive.data.config.DataConfig`. That module finds its container types here, so this one names the
+#: class in words only and the arrow runs one way; a container type's own module imports the class to type its
+#: methods.
+DataConfig: TypeAlias = Any
 
 
 class DataContainerType:

@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import difflib
 import types
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from olive.data.components import bind_inputs
 from olive.exceptions import OliveError, PassConfigError
 
 if TYPE_CHECKING:
-    from olive.data.config import DataConfig
     from olive.model.handler import ONNXModelHandler
 
 
@@ -137,10 +136,23 @@ def _closest(name: str, candidates: list[str]) -> str | None:
     return found[0] if found else None
 
 
+class Batches(Protocol):
+    """What a reader reads: ``(inputs, labels)`` batches, and how messages name where they come from.
+
+    A :class:`~olive.data.config.DataConfig` is one. That module imports this one to make its readers, so the
+    reader names what it uses of a data config rather than the class.
+    """
+
+    @property
+    def where(self) -> str: ...
+
+    def create_dataloader(self) -> Iterable[tuple[dict[str, Any], Any]]: ...
+
+
 class FeedReader:
     """onnxruntime's ``CalibrationDataReader`` over the batches of a :class:`~olive.data.config.DataConfig`.
 
-    :param data_config: the data (anything with ``create_dataloader()`` and ``where``, as a DataConfig has).
+    :param data_config: the data (a DataConfig, or anything else that has its :class:`Batches`).
     :param input_names: keep only these inputs in each batch (default: every array of the data, or the
         model's inputs once :meth:`check_against` has run).
     :param max_samples: stop after this many samples (rows), cutting the last batch.
@@ -152,9 +164,7 @@ class FeedReader:
     def __new__(cls, *args: Any, **kwargs: Any) -> FeedReader:
         return object.__new__(_with_onnxruntime_base(cls))
 
-    def __init__(
-        self, data_config: DataConfig, input_names: Sequence[str] | None = None, max_samples: int | None = None
-    ):
+    def __init__(self, data_config: Batches, input_names: Sequence[str] | None = None, max_samples: int | None = None):
         self.data_config = data_config
         self.input_names = list(input_names) if input_names is not None else None
         self.max_samples = max_samples

@@ -97,18 +97,24 @@ class Engine:
             targets=self.targets,
         )
         local = TrialWorker(context, self.cache, self.evaluator, input_model)
-        if self.evaluator is not None:
-            recorder.reference_id = self._reference(local)
-            reference, reference_hash = recorder.models[recorder.reference_id]
-            # Every worker compares with the same model: the trial context carries it.
-            context.reference_model_json, context.reference_hash = reference.to_json(), reference_hash
-            local.reference_model = reference
-            if self.workflow.evaluate_input_model or self.evaluator.needs_baseline():
-                evaluation = self.evaluator.evaluate(reference, reference_hash, reference, reference_hash)
-                recorder.record_evaluation(self.footprint.get(recorder.reference_id), evaluation)
-            recorder.thresholds = resolve_goals(self.evaluator.metrics, recorder.results.get(recorder.reference_id))
-        if recorder.reference_id is not None or isinstance(input_model, ONNXModelHandler):
-            self._reference_on_targets(recorder.reference_id or INPUT_MODEL_ID)
+        try:
+            if self.evaluator is not None:
+                recorder.reference_id = self._reference(local)
+                reference, reference_hash = recorder.models[recorder.reference_id]
+                # Every worker compares with the same model: the trial context carries it.
+                context.reference_model_json, context.reference_hash = reference.to_json(), reference_hash
+                local.reference_model = reference
+                if self.workflow.evaluate_input_model or self.evaluator.needs_baseline():
+                    self.progress.stage("measuring the reference model")
+                    evaluation = self.evaluator.evaluate(reference, reference_hash, reference, reference_hash)
+                    recorder.record_evaluation(self.footprint.get(recorder.reference_id), evaluation)
+                recorder.thresholds = resolve_goals(self.evaluator.metrics, recorder.results.get(recorder.reference_id))
+            if recorder.reference_id is not None or isinstance(input_model, ONNXModelHandler):
+                self._reference_on_targets(recorder.reference_id or INPUT_MODEL_ID)
+        except BaseException:
+            # A failed conversion or reference evaluation is reported with the stage's display stopped.
+            self.progress.stop()
+            raise
 
         strategy = self.workflow.search_strategy
         executor = create_executor(strategy.executor if strategy is not None else None, context, local)
@@ -140,6 +146,7 @@ class Engine:
         if isinstance(input_model, ONNXModelHandler):
             return INPUT_MODEL_ID
         plan = self.plans[0]
+        self.progress.stage(f"converting the input model ({plan.key})")
         point = {plan.key: plan.space.get_point(0)}
         step = local.run_step(plan, point[plan.key], input_model, input_hash, self._recorder.failed_runs)
         node, status = self._recorder.record_trial(INPUT_MODEL_ID, point, _step_events(step), candidate=False)

@@ -45,6 +45,28 @@ class SearchProgress:
         self._previous = pass_progress.set_listener(self.pass_reported)
         self._listening = True
 
+    def stage(self, description: str) -> None:
+        """Work before the search whose length is not known (converting the input model, measuring the reference):
+        a spinner with the time elapsed, so a minute of it never reads as a hang. The search's bar replaces it."""
+        if not self.enabled:
+            return
+        from rich.console import Console
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        self.stop()
+        self._progress = Progress(
+            SpinnerColumn(),
+            TextColumn("[bold]{task.description}"),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[status]}"),
+            console=Console(stderr=True),
+            transient=False,
+        )
+        self._progress.start()
+        self._task = self._progress.add_task(description, total=None, status="")
+        self._previous = pass_progress.set_listener(self.pass_reported)
+        self._listening = True
+
     def pass_reported(self, event: PassProgress) -> None:
         """A running pass's report: its line under the search's bar (added at its first report)."""
         if self._progress is not None:

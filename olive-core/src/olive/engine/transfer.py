@@ -57,8 +57,8 @@ from olive.paths import UnsafeName, inside
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
+    from olive.config.workflow import WorkflowConfig
     from olive.engine.trial import TrialContext
-    from olive.workflows.config import WorkflowConfig
 
 logger = logging.getLogger(__name__)
 

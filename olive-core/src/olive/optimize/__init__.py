@@ -3,7 +3,7 @@
 The command is thin; the work is in modules that each do one thing and can be tested without running a
 workflow:
 
-- :mod:`olive.optimize.keep`: ``--keep cosine_min>=0.97`` parsed into :class:`Keep`, and the default keeps.
+- :mod:`olive.optimize.keep`: ``--keep cosine_min=0.97`` parsed into :class:`Keep`, and the default keeps.
 - :mod:`olive.optimize.options`: :class:`OptimizeOptions`, every option checked (Microsoft Olive's values we
   cannot honour are errors naming what is supported).
 - :mod:`olive.optimize.facts`: :class:`ModelFacts`, what the model is (ONNX graph or a model type plugin's

@@ -66,6 +66,15 @@ class DataSource:
     samples: int | None = None
     #: text records: the field holding the text (``text`` unless the file names its one field otherwise)
     text_field: str = "text"
+    #: a .txt file's blank lines, which hold no sample and are skipped
+    blank_lines: int = 0
+
+    def count_words(self) -> str:
+        """``138 samples (its non-blank lines; 136 blank lines skipped)``: what was counted, in words."""
+        if self.kind == "text" and self.path is not None and self.path.suffix.lower() == ".txt":
+            skipped = f"; {self.blank_lines} blank line(s) skipped" if self.blank_lines else ""
+            return f"{self.samples} samples (one per line{skipped})"
+        return f"{self.samples} samples"
 
     @property
     def synthetic(self) -> bool:
@@ -118,6 +127,13 @@ def _check_split_count(source: DataSource, max_samples: int | None) -> None:
 def _npz_count(path: Path) -> int | None:
     shapes = [shape for shape, _ in read_npz_headers(path).values() if shape]
     return shapes[0][0] if shapes else None
+
+
+def _blank_lines(path: Path) -> int:
+    try:
+        return sum(1 for line in path.read_text(encoding="utf-8").splitlines() if not line.strip())
+    except (OSError, UnicodeDecodeError):
+        return 0
 
 
 def _text_records(path: Path, option: str) -> tuple[int | None, str]:
@@ -221,7 +237,8 @@ def _one_source(
                 owner=option,
             )
         count, field = _text_records(path, option)
-        return DataSource("text", path, found, samples=count, text_field=field)
+        blank = _blank_lines(path) if suffix == ".txt" else 0
+        return DataSource("text", path, found, samples=count, text_field=field, blank_lines=blank)
     raise WorkflowConfigError(
         f"'{data}': a {suffix or 'file without a suffix'} is not read; give an .npz (arrays keyed by input name) or "
         f"text ({', '.join(TEXT_SUFFIXES)})",

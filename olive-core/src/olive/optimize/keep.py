@@ -1,14 +1,17 @@
-"""What ``olive optimize`` must keep: ``--keep cosine_min>=0.97``, parsed into agreement goals.
+"""What ``olive optimize`` must keep: ``--keep cosine_min=0.97``, parsed into agreement goals.
 
 A keep is ``metric op value``: the metric is one of the agreement metric's sub types (``cosine_mean``,
-``cosine_min``, ``max_abs_diff``, ``top1``), the operator ``>=``, ``>``, ``<=`` or ``<``. Cosines and ``top1``
-are higher-is-better and take ``>=``/``>``; ``max_abs_diff`` takes ``<=``/``<``. A strict operator is kept as
-written (the workflow's threshold goal is inclusive, so ``>`` asks for the next representable value above).
+``cosine_min``, ``max_abs_diff``, ``top1``), the operator ``=``, ``>=``, ``>``, ``<=`` or ``<``. ``=`` reads
+"at this value or better" in the metric's own direction, and is the spelling shown everywhere because bash takes
+it as it is: unquoted, ``--keep cosine_min>=0.97`` is ``--keep cosine_min`` with its output redirected into a
+file named ``=0.97``. Cosines and ``top1`` are higher-is-better and take ``>=``/``>``; ``max_abs_diff`` takes
+``<=``/``<``. A strict operator is kept as written (the workflow's threshold goal is inclusive, so ``>`` asks for
+the next representable value above).
 
 A generative model (a decoder) keeps what its text says, against the float model on held-out text:
-``perplexity<=1.02x`` (a value ending in ``x`` is a ratio to the float model's perplexity: within 2%),
-``perplexity<=12.5`` (an absolute bound), ``top1_agreement>=0.98`` (the share of positions whose most likely next
-token is the float model's) and ``next_token_kl<=0.05`` (nats). Only perplexity takes a ratio: the float model's
+``perplexity=1.02x`` (a value ending in ``x`` is a ratio to the float model's perplexity: within 2%),
+``perplexity=12.5`` (an absolute bound), ``top1_agreement=0.98`` (the share of positions whose most likely next
+token is the float model's) and ``next_token_kl=0.05`` (nats). Only perplexity takes a ratio: the float model's
 own agreement is 1 and its KL 0.
 """
 
@@ -41,7 +44,7 @@ RELATIVE_KEEP_METRICS = ("perplexity",)
 _ALL_METRICS = {**KEEP_METRICS, **GENERATIVE_KEEP_METRICS}
 #: the keeps the accuracy guard can aim at (it scores cosines and max_abs_diff, not top1)
 GUARD_METRICS = ("cosine_min", "cosine_mean", "max_abs_diff")
-_OPERATORS = (">=", "<=", ">", "<")
+_OPERATORS = ("=", ">=", "<=", ">", "<")
 _PATTERN = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(>=|<=|>|<|=>|=<|==|=)\s*([^\s]+)\s*$")
 OPTION = "--keep"
 
@@ -104,8 +107,12 @@ DECODER_KEEPS = (Keep("perplexity", "<=", 1.02, relative=True),)
 
 
 def parse_keep(text: str) -> Keep:
-    """``"cosine_min>=0.97"`` -> :class:`Keep`; a mistake is a :class:`WorkflowConfigError` owned by ``--keep``."""
+    """``"cosine_min=0.97"`` (or ``>=``) -> :class:`Keep`; a mistake is a :class:`WorkflowConfigError` owned by
+    ``--keep``."""
     metric, op, raw = _split_keep(text)
+    if op == "=":
+        # At the value or better: the metric's own direction, inclusive.
+        op = ">=" if _ALL_METRICS[metric] else "<="
     relative = raw.lower().endswith("x")
     try:
         value = float(raw[:-1] if relative else raw)
@@ -129,8 +136,9 @@ def _split_keep(text: str) -> tuple[str, str, str]:
     match = _PATTERN.match(text or "")
     if match is None:
         raise WorkflowConfigError(
-            f"'{text}' is not 'metric op value'; write e.g. --keep cosine_min>=0.97, or for a decoder --keep "
-            f"perplexity<=1.02x (metrics: {names}; for decoders {generative}; operators: {', '.join(_OPERATORS)})",
+            f"'{text}' is not 'metric=value' (at value or better); write e.g. --keep cosine_min=0.97, or for a "
+            f"decoder --keep perplexity=1.02x (metrics: {names}; for decoders {generative}; operators: "
+            f"{', '.join(_OPERATORS)}, quoted in bash where they hold > or <)",
             owner=OPTION,
         )
     metric, op, raw = match.groups()
@@ -148,9 +156,10 @@ def _split_keep(text: str) -> tuple[str, str, str]:
 def _check_direction(text: str, metric: str, op: str, value: float) -> None:
     higher = _ALL_METRICS[metric]
     if op not in ((">=", ">") if higher else ("<=", "<")):
-        way, ops, spelled = ("higher", ">= or >", ">=") if higher else ("lower", "<= or <", "<=")
+        way, ops = ("higher", ">= or >") if higher else ("lower", "<= or <")
         raise WorkflowConfigError(
-            f"'{text}': {metric} is {way}-is-better; keep it with {ops} (e.g. {metric}{spelled}{value:g})",
+            f"'{text}': {metric} is {way}-is-better; keep it with = (at the value or better: --keep "
+            f"{metric}={value:g}) or {ops}",
             owner=OPTION,
         )
 
@@ -159,7 +168,7 @@ def _check_ratio(text: str, metric: str, op: str, value: float) -> None:
     if metric not in RELATIVE_KEEP_METRICS:
         raise WorkflowConfigError(
             f"'{text}': only {', '.join(RELATIVE_KEEP_METRICS)} takes a ratio to the float model (1.02x); give "
-            f"{metric} as a number (e.g. {metric}{op}{value:g})",
+            f"{metric} as a number (e.g. --keep {metric}={_EXAMPLES[metric]})",
             owner=OPTION,
         )
     if value < 1.0:
@@ -169,6 +178,17 @@ def _check_ratio(text: str, metric: str, op: str, value: float) -> None:
             owner=OPTION,
         )
 
+
+#: metric -> a bound to show in a message, one that parses (a user's own value may be out of range)
+_EXAMPLES = {
+    "cosine_mean": "0.99",
+    "cosine_min": "0.97",
+    "top1": "0.99",
+    "max_abs_diff": "0.01",
+    "top1_agreement": "0.98",
+    "next_token_kl": "0.05",
+    "perplexity": "1.02x",
+}
 
 #: metric -> (lowest, highest) value it takes, and how to say it
 _RANGES: dict[str, tuple[float, float, str]] = {
@@ -181,7 +201,7 @@ _RANGES: dict[str, tuple[float, float, str]] = {
     "perplexity": (
         1.0,
         math.inf,
-        "a perplexity is at least 1; give a bound of 1 or more, or a ratio to the float model (perplexity<=1.02x)",
+        "a perplexity is at least 1; give a bound of 1 or more, or a ratio to the float model (perplexity=1.02x)",
     ),
 }
 

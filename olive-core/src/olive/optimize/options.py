@@ -8,6 +8,7 @@ the option, so the command exits with code 2 and one line.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ __all__ = [
     "PRECISIONS",
     "OptimizeOptions",
     "check_choice",
+    "parse_adapters",
     "parse_batch_sizes",
     "parse_dims",
     "parse_latency_budget",
@@ -146,6 +148,51 @@ def parse_batch_sizes(text: str | None) -> tuple[int, ...]:
     return tuple(sorted(set(sizes)))
 
 
+#: an adapter's name: it names its file (NAME.onnx_adapter) and what a server activates
+_ADAPTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+#: what a PEFT adapter folder holds (PeftModel.save_pretrained)
+_ADAPTER_CONFIG = "adapter_config.json"
+
+
+def parse_adapters(values: tuple[str, ...] | list[str]) -> tuple[tuple[str, Path], ...]:
+    """``("legal=adapters/legal", ...)`` -> ``(("legal", Path), ...)``: each a usable name, given once, and a PEFT
+    adapter folder that exists (whether it fits the model is the model's check, before anything runs)."""
+    found: dict[str, Path] = {}
+    for value in values:
+        name, sep, path_text = value.partition("=")
+        name, path_text = name.strip(), path_text.strip()
+        if not sep or not name or not path_text:
+            raise WorkflowConfigError(
+                f"'{value}' is not NAME=PATH; give each adapter a name and its PEFT folder, e.g. "
+                "--adapter legal=adapters/legal",
+                owner="--adapter",
+            )
+        if not _ADAPTER_NAME.match(name):
+            raise WorkflowConfigError(
+                f"'{value}': the name '{name}' names the adapter's file and what a server activates; use letters, "
+                "digits, '.', '_' and '-' (starting with a letter or digit)",
+                owner="--adapter",
+            )
+        if name in found:
+            raise WorkflowConfigError(
+                f"'{value}': a second adapter named '{name}'; give each adapter its own name", owner="--adapter"
+            )
+        path = Path(path_text).expanduser().absolute()
+        if not path.is_dir():
+            raise WorkflowConfigError(
+                f"'{value}': adapter '{name}' has no folder at {path}; give the folder PeftModel.save_pretrained wrote",
+                owner="--adapter",
+            )
+        if not (path / _ADAPTER_CONFIG).is_file():
+            raise WorkflowConfigError(
+                f"'{value}': adapter '{name}': {path} has no {_ADAPTER_CONFIG}, so it is not a PEFT adapter folder; "
+                "give the folder PeftModel.save_pretrained wrote",
+                owner="--adapter",
+            )
+        found[name] = path
+    return tuple(found.items())
+
+
 def parse_dims(params: str | None, values: str | None) -> dict[str, int]:
     """Microsoft Olive's ``--dim_param batch_size,sequence_length --dim_value 1,128`` -> ``{name: size}``."""
     if params is None and values is None:
@@ -244,6 +291,8 @@ class OptimizeOptions:
     :param batch_sizes: the batch sizes the model is served at: held-out samples are batched together at each (shuffled
         with a fixed seed) and every figure and keep is the worst over them; empty: 1 and 32 for a model with an
         attention mask, 1 otherwise (:func:`olive.optimize.recipe.served_batch_sizes`).
+    :param adapters: a decoder's PEFT LoRA adapters, ``(name, folder)``: the base is built once with an input for
+        each adapted weight, each adapter becomes ``name.onnx_adapter`` and is measured with it active.
     """
 
     output_dir: Path
@@ -271,6 +320,7 @@ class OptimizeOptions:
     fusion: bool | None = None
     task: str | None = None
     quantize_only: bool = False
+    adapters: tuple[tuple[str, Path], ...] = ()
 
     def __attrs_post_init__(self) -> None:
         self._check_quantization()

@@ -57,10 +57,17 @@ passes of olive-passes-genai, named in the workflow by type only:
 - **Judge** on the judging half of the text (the data-roles split: the guard never saw it): decode tokens/s as a
   ratio to the float model's, timed in alternating rounds through ``onnxruntime_genai.Generator``; perplexity and
   next-token top-1 agreement on fixed windows; size. The keeps (default ``perplexity<=1.02x``) are goals.
+- **Adapters** (``--adapter NAME=PATH``, PEFT LoRA folders of the model): the float build carries an input for
+  each adapted weight (``ModelBuilder``'s ``extract_adapters``: float whatever the precision, empty by default so
+  the base runs with none) and one ``NAME.onnx_adapter`` per adapter, which every later model keeps. Each adapter
+  is measured with it active, under metrics named ``<type>@NAME``: perplexity on the judging text, top-1 agreement
+  against PyTorch with the adapter merged, decode tokens/s as a ratio to the same model with no adapter (timed in
+  alternating rounds). The keeps hold for the base.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -72,7 +79,7 @@ from olive.hardware.cpu import REDUCE_RANGE_REASON
 from olive.optimize.data import DATA_NAME, TEXT_SUFFIXES, VALIDATION_NAME, DataSource, data_config, synthetic_specs
 from olive.optimize.facts import ModelFacts
 from olive.optimize.keep import CLASSIFIER_KEEPS, DECODER_KEEPS, EMBEDDING_KEEPS, GUARD_METRICS, Keep
-from olive.optimize.options import DEFAULT_MAX_LENGTH, OptimizeOptions
+from olive.optimize.options import DEFAULT_MAX_LENGTH, DEFAULT_MAX_SAMPLES, OptimizeOptions
 from olive.plugins.install_hints import distribution_of_pass, install_line
 from olive.workflows.document import (
     AcceleratorEntry,
@@ -146,6 +153,8 @@ class Recipe:
     decoder: bool = False
     #: the batch sizes agreement and keeps are measured at (empty: the data's own batches, or synthetic inputs)
     batch_sizes: tuple[int, ...] = ()
+    #: a decoder's adapters (``--adapter``), each measured with it active under metrics named ``<type>@<name>``
+    adapters: tuple[str, ...] = ()
 
     @property
     def workflow(self) -> dict[str, Any]:
@@ -194,6 +203,13 @@ def build_workflow(facts: ModelFacts, options: OptimizeOptions, installed: Insta
     if facts.decoder:
         return _decoder_workflow(facts, options, installed, data)
     _check_encoder(facts, options)
+    if options.adapters:
+        raise WorkflowConfigError(
+            f"'{facts.path.name}' is not a decoder (a Hugging Face causal language model), and LoRA adapters are "
+            "built here for decoders only; leave --adapter out, or merge the adapter (peft's merge_and_unload) and "
+            "give the merged folder",
+            owner="--adapter",
+        )
     notes: list[str] = []
     sizes = served_batch_sizes(facts, options, data, notes)
     options = attrs.evolve(options, batch_sizes=sizes)
@@ -208,7 +224,10 @@ def build_workflow(facts: ModelFacts, options: OptimizeOptions, installed: Insta
     _add_quantization(passes, precision, facts, options, installed, data, keeps, notes)
     if not passes or list(passes) == ["convert"]:
         _nothing_to_optimize(facts, options, installed, precision)
-    notes.extend(_data_notes(options, data))
+    fits = _fits_on_data(passes)
+    if not options.keeps and facts.classifier:
+        keeps = _classifier_keeps(_judged_samples(options, data, fits), notes)
+    notes.extend(_data_notes(options, data, fits))
     # The guard's targets run loosest first: the first model that keeps everything is the fastest that does.
     stop = (
         "quantize" in passes
@@ -310,7 +329,45 @@ def _nothing_to_optimize(facts: ModelFacts, options: OptimizeOptions, installed:
     )
 
 
-def _data_notes(options: OptimizeOptions, data: DataSource) -> list[str]:
+def _fits_on_data(passes: Mapping[str, Any]) -> bool:
+    """Whether a pass names ``--data`` (calibration, a guard's checks): only then is it split into a fitting and
+    a judging half (:mod:`olive.workflows.data_roles`)."""
+
+    def names(value: Any) -> bool:
+        if isinstance(value, Mapping):
+            return value.get("data_config") == DATA_NAME or any(names(v) for v in value.values())
+        if isinstance(value, list):
+            return any(names(v) for v in value)
+        return False
+
+    return names(dict(passes))
+
+
+def _judged_samples(options: OptimizeOptions, data: DataSource, fits: bool) -> int | None:
+    """How many samples the keeps are judged on, where the files were counted."""
+    source = data.validation or data
+    if source.synthetic or source.samples is None:
+        return None
+    count = min(source.samples, options.max_samples) if options.max_samples else source.samples
+    return count // 2 if fits and data.split else count
+
+
+def _classifier_keeps(judged: int | None, notes: list[str]) -> tuple[Keep, ...]:
+    """The default keep of class scores: 99 predictions in 100, or, judged on fewer than 100 samples (where 0.99
+    allows no flipped prediction at all), one flip in the samples judged, said in a note."""
+    (default,) = CLASSIFIER_KEEPS
+    if judged is None or judged * (1 - default.value) >= 1:
+        return CLASSIFIER_KEEPS
+    value = math.floor((1 - 1 / judged) * 100) / 100 if judged > 1 else 0.0
+    notes.append(
+        f"top1 is kept at {value:g}, not {default.value:g}: on {judged} judged sample(s) {default.value:g} allows no "
+        f"flipped prediction; judge on 100 samples or more (--max_samples, default {DEFAULT_MAX_SAMPLES}) for the "
+        f"tighter default, or give --keep top1={default.value:g}"
+    )
+    return (Keep("top1", ">=", value),)
+
+
+def _data_notes(options: OptimizeOptions, data: DataSource, fits: bool = True) -> list[str]:
     """What the summary says about the data: samples left out, the text field, how fitting and judging split."""
     notes = []
     for option, source in (("--data", data), ("--validation-data", data.validation)):
@@ -318,12 +375,14 @@ def _data_notes(options: OptimizeOptions, data: DataSource) -> list[str]:
             continue
         if source.path is not None and (source.samples or 0) > options.max_samples:
             notes.append(
-                f"{option}: '{source.path.name}' holds {source.samples} samples; the first {options.max_samples} are "
+                f"{option}: '{source.path.name}' holds {source.count_words()}; the first {options.max_samples} are "
                 "used (--max_samples)"
             )
         if source.text_field != "text":
             notes.append(f"{option}: the text of each sample is its field '{source.text_field}' (its only field)")
-    if data.split:
+    if data.split and not fits:
+        notes.append("--data: every sample judges (metrics and keeps): no pass here fits on data, so it is not split")
+    elif data.split:
         notes.append(f"--data: {SPLIT_RULE} (give --validation-data FILE to judge on other samples)")
     elif data.validation is not None:
         notes.append("the passes fit on --data; every figure and keep is measured on --validation-data")
@@ -358,7 +417,7 @@ def _document(
     """Every ``olive optimize`` workflow: its passes, data and metrics on the target, judged in one evaluator."""
     return WorkflowDocument(
         workflow_id=WORKFLOW_ID,
-        input_model=_input_model(facts),
+        input_model=_input_model(facts, options),
         systems={SYSTEM: SystemEntry(type="LocalSystem", accelerators=[_accelerator(options, installed)])},
         target=SYSTEM,
         data_configs=data_configs,
@@ -425,7 +484,11 @@ def _add_fusion(
             # weights the fused graph (QAttention) ran 7-17% slower than the unfused one in every paired timing,
             # and a search between the two picked either on a busy machine, where their ratios to the input
             # model drift apart by as much.
-            notes.append("no transformer fusion: with int8 weights the unfused graph ran faster (--fusion adds it)")
+            notes.append(
+                "no transformer fusion: a default from benchmarks/bench_optimize.py, not measured on this CPU (with "
+                "int8 weights the fused all-MiniLM-L6-v2 ran 7-17% slower than the unfused one on AMD EPYC); --fusion "
+                "fuses it"
+            )
             return
         if any(p in installed.plugin_providers for p in options.providers):
             # onnxruntime's fused ops are its own contrib ops, which a plugin provider leaves to the CPU.
@@ -734,7 +797,7 @@ def _metrics(
 
 
 # --------------------------------------------------------------------------------------------- decoders
-#: the passes a decoder's workflow names (olive-passes-genai's)
+#: the passes a decoder's workflow names (ModelBuilder and the guard: olive-passes-genai; k-quant: olive-passes-quant)
 BUILDER = "ModelBuilder"
 GUARDED_INT4 = "OnnxGuardedInt4"
 WEIGHT_ONLY = "OnnxKQuantQuantization"
@@ -774,6 +837,9 @@ def _decoder_workflow(facts: ModelFacts, options: OptimizeOptions, installed: In
         )
     # The builder's int4 settings would be searched by default; the float build is one model, the reference.
     build = {"type": BUILDER, "precision": "fp16" if precision == "fp16" else "fp32"}
+    if options.adapters:
+        # The float build every figure compares with carries the adapter inputs, so it runs every adapter too.
+        build["extract_adapters"] = True
     build.update(dict.fromkeys(("int4_block_size", "int4_is_symmetric", "int4_algo_config"), "DEFAULT_VALUE"))
     passes: dict[str, Any] = {"build": build}
     block = options.block_size or 32
@@ -790,6 +856,15 @@ def _decoder_workflow(facts: ModelFacts, options: OptimizeOptions, installed: In
             )
     judged = VALIDATION_NAME if data.validation is not None else DATA_NAME
     metrics = _decoder_metrics(keeps, judged if text else None, window)
+    metrics += _adapter_metrics(facts, options, judged if text else None, window)
+    if options.adapters:
+        notes.append(
+            f"{len(options.adapters)} adapter(s) ({', '.join(n for n, _ in options.adapters)}): the base is built "
+            "once with an input for each adapted weight (float, whatever the precision), each adapter is written as "
+            "NAME.onnx_adapter and measured with it active: "
+            + ("perplexity, " if text else "")
+            + "top1_agreement against PyTorch with it merged, decode tokens/s against no adapter"
+        )
     # The HfModel is not evaluated itself: every figure compares with the first pass's output, the float build.
     # The guard's goals run loosest first: the first model that keeps everything is the smallest that does.
     stop = isinstance(passes.get("quantize", {}).get("goal_value"), dict)
@@ -798,8 +873,8 @@ def _decoder_workflow(facts: ModelFacts, options: OptimizeOptions, installed: In
         notes.append(f"--data: the text of each sample is its field '{data.text_field}' (its only field)")
     if text and data.path is not None and (data.samples or 0) > options.max_samples:
         notes.append(
-            f"--data: '{data.path.name}' holds {data.samples} samples (lines); the first {options.max_samples} are "
-            "used (--max_samples)"
+            f"--data: '{data.path.name}' holds {data.count_words()}; the first {options.max_samples} are used "
+            "(--max_samples)"
         )
     if data.split:
         notes.append(
@@ -815,7 +890,8 @@ def _decoder_workflow(facts: ModelFacts, options: OptimizeOptions, installed: In
             "answers, .txt one sample per line or .jsonl) to fit the int4 guard on it and to judge perplexity and "
             "agreement on text it did not fit on"
         )
-    return Recipe(workflow, tuple(keeps), None, tuple(notes), data.synthetic, decoder=True)
+    adapters = tuple(name for name, _ in options.adapters)
+    return Recipe(workflow, tuple(keeps), None, tuple(notes), data.synthetic, decoder=True, adapters=adapters)
 
 
 def _check_decoder_options(facts: ModelFacts, options: OptimizeOptions, data: DataSource) -> None:
@@ -939,10 +1015,53 @@ def _decoder_metrics(keeps: tuple[Keep, ...], judged: str | None, window: int) -
     return metrics
 
 
+def adapter_metric_name(metric_type: str, adapter: str) -> str:
+    """The name of a metric measured with ``adapter`` active: ``perplexity@legal``."""
+    return f"{metric_type}@{adapter}"
+
+
+def _adapter_metrics(
+    facts: ModelFacts, options: OptimizeOptions, judged: str | None, window: int
+) -> list[dict[str, Any]]:
+    """Per adapter, with it active (olive-passes-genai's metrics take ``user_config.adapter``): perplexity on the
+    judging text, top-1 agreement with PyTorch running the base with the adapter merged, and decode tokens/s
+    against the same model with no adapter. Figures, not goals: the keeps hold for the base."""
+    data_ref: dict[str, Any] = {"data_config": judged} if judged else {}
+    synthetic = {} if judged else {"synthetic": True}
+    windows = {"window": window, "max_windows": DECODER_MAX_WINDOWS, **synthetic}
+    metrics: list[dict[str, Any]] = []
+    for name, folder in options.adapters:
+        adapter = {"adapter": name, "adapter_path": str(folder), "base_model": str(facts.path)}
+        quality = ["perplexity", "top1_agreement"] if judged else ["top1_agreement"]
+        metrics += [
+            {
+                "name": adapter_metric_name(kind, name),
+                "type": kind,
+                **data_ref,
+                "sub_types": [{"name": kind}],
+                "user_config": {**windows, **adapter},
+            }
+            for kind in quality
+        ]
+        metrics.append(
+            {
+                "name": adapter_metric_name("speed", name),
+                "type": "decode_tokens_per_s",
+                **data_ref,
+                "sub_types": [{"name": "ratio_decode_tokens_per_s"}, {"name": "decode_tokens_per_s"}],
+                "user_config": {**DECODE_SETTINGS, **synthetic, **adapter},
+            }
+        )
+    return metrics
+
+
 # --------------------------------------------------------------------------------------------- model, target
-def _input_model(facts: ModelFacts) -> InputModelEntry:
+def _input_model(facts: ModelFacts, options: OptimizeOptions) -> InputModelEntry:
     task = facts.task if facts.model_type == "HfModel" else None
-    return InputModelEntry(type=facts.model_type, model_path=str(facts.path), task=task, handler=facts.handler)
+    adapters = {name: str(folder) for name, folder in options.adapters}
+    return InputModelEntry(
+        type=facts.model_type, model_path=str(facts.path), task=task, adapters=adapters, handler=facts.handler
+    )
 
 
 def _accelerator(options: OptimizeOptions, installed: Installed) -> AcceleratorEntry:

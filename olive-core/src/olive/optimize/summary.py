@@ -9,11 +9,12 @@ the data (``agreement-*``). A decoder's figures are against its float build: dec
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from olive.engine.results import Status
-from olive.optimize.keep import Keep
-from olive.report.table import spread_words
+from olive.optimize.keep import GUARD_METRICS, Keep
+from olive.report.table import change_words, spread_words
 
 if TYPE_CHECKING:
     from olive.engine.footprint import FootprintNode
@@ -23,6 +24,8 @@ __all__ = [
     "DECODE_RATIO_KEY",
     "RATIO_KEY",
     "SIZE_KEY",
+    "adapter_lines",
+    "adapter_usage",
     "closest_miss",
     "comparison_lines",
     "decoder_lines",
@@ -94,7 +97,8 @@ def comparison_lines(output: WorkflowOutput, keeps: tuple[Keep, ...], synthetic:
             "noise; the first tried was chosen, so a rerun chooses it again"
         )
     if new.get(SIZE_KEY) is not None and old.get(SIZE_KEY):
-        lines.append(f"size: {_size(old[SIZE_KEY])} -> {_size(new[SIZE_KEY])} ({new[SIZE_KEY] / old[SIZE_KEY]:.2f}x)")
+        change = change_words(old[SIZE_KEY], new[SIZE_KEY], "MiB")
+        lines.append(f"size: {_size(old[SIZE_KEY])} -> {_size(new[SIZE_KEY])}" + (f" ({change})" if change else ""))
     kept = []
     for keep in keeps:
         value = new.get(_agreement_key(keep))
@@ -234,6 +238,12 @@ def closest_miss(output: WorkflowOutput, keeps: tuple[Keep, ...], budget: float 
     at = f" at {ratio:.2f}x the input's latency" if ratio is not None else ""
     wanted = " and ".join(str(k) for k in keeps) + (f" within {budget:g}x latency" if budget is not None else "")
     tries = ["loosen --keep"]
+    if not any(k.metric in GUARD_METRICS for k in keeps):
+        # top1 alone leaves the accuracy guard out: a keep it aims at brings it in.
+        tries.append(
+            "add --keep cosine_mean=0.99 to bring in the accuracy guard (it keeps the nodes whose outputs "
+            "change most in float)"
+        )
     if budget is not None:
         tries.append("raise --latency-budget")
     tries.append("give more representative --data" if any(k.metric == "cosine_min" for k in keeps) else "")
@@ -300,7 +310,8 @@ def decoder_lines(output: WorkflowOutput, keeps: tuple[Keep, ...], synthetic: bo
             text += "; slower than the float model here"
         lines.append(text)
     if new.get(SIZE_KEY) is not None and old.get(SIZE_KEY):
-        lines.append(f"size: {_size(old[SIZE_KEY])} -> {_size(new[SIZE_KEY])} ({new[SIZE_KEY] / old[SIZE_KEY]:.2f}x)")
+        change = change_words(old[SIZE_KEY], new[SIZE_KEY], "MiB")
+        lines.append(f"size: {_size(old[SIZE_KEY])} -> {_size(new[SIZE_KEY])}" + (f" ({change})" if change else ""))
     on = (
         "on random token ids (no --data)"
         if synthetic
@@ -339,8 +350,15 @@ def _guard_facts(node: FootprintNode) -> str | None:
         return None
     op = ">=" if goal.get("metric") == "top1_agreement" else "<="
     reached = "" if goal.get("held", True) else ", not reached with the most 8-bit MatMuls it may keep"
+    adapters = guard.get("adapters") if isinstance(guard.get("adapters"), dict) else {}
+    # The goal held with each adapter active too, each against the float model with it.
+    each = "".join(
+        f", with {name} active {facts['held_out_value']:.4f}"
+        for name, facts in adapters.items()
+        if isinstance(facts, dict) and isinstance(facts.get("held_out_value"), int | float)
+    )
     return (
-        f"the guard's own check on the text it fit on: {goal.get('metric')} {value:.4f} (its goal {op} "
+        f"the guard's own check on the text it fit on: {goal.get('metric')} {value:.4f}{each} (its goal {op} "
         f"{goal.get('value')}{reached}), {len(kept)} of {total} MatMuls kept at 8 bits"
     )
 
@@ -381,3 +399,57 @@ def decoder_miss(output: WorkflowOutput, keeps: tuple[Keep, ...]) -> str:
         f"{', '.join(reached) or 'no figure'}; loosen --keep, give more --data (the guard fits on half of it), or "
         "try --precision int8"
     )
+
+
+# --------------------------------------------------------------------------------------------- adapters
+def _adapter_key(metric_type: str, adapter: str, sub_type: str) -> str:
+    # olive.optimize.recipe.adapter_metric_name, then the sub type
+    return f"{metric_type}@{adapter}-{sub_type}"
+
+
+def adapter_lines(output: WorkflowOutput, adapters: tuple[str, ...], synthetic: bool = False) -> list[str]:
+    """One line per adapter of the chosen decoder, with it active: perplexity against the float model's with it,
+    top-1 agreement with PyTorch running the base with it merged, decode tokens/s against no adapter."""
+    best, base = output.best, _baseline(output)
+    if best is None or base is None:
+        return []
+    new, old = best.metric_values(), base.metric_values()
+    on = "random token ids" if synthetic else "held-out text"
+    lines = []
+    for name in adapters:
+        parts = []
+        perplexity = new.get(_adapter_key("perplexity", name, "perplexity"))
+        float_perplexity = old.get(_adapter_key("perplexity", name, "perplexity"))
+        if perplexity is not None and float_perplexity:
+            parts.append(
+                f"perplexity {float_perplexity:.4g} -> {perplexity:.4g} "
+                f"({perplexity / float_perplexity:.4f}x the float model's with it)"
+            )
+        top1 = new.get(_adapter_key("top1_agreement", name, "top1_agreement"))
+        if top1 is not None:
+            parts.append(f"top1_agreement {top1:.4f} with PyTorch with it merged")
+        ratio = new.get(_adapter_key("speed", name, "ratio_decode_tokens_per_s"))
+        if ratio is not None:
+            parts.append(f"decode {ratio:.2f}x the tokens/s with no adapter (alternating rounds)")
+        text = "; ".join(parts) if parts else "no figure (its metrics failed; see the run's log)"
+        lines.append(f"{name}: {text}{f' on {on}' if parts else ''}")
+    return lines
+
+
+def adapter_usage(folder: Path, adapters: tuple[str, ...]) -> list[str]:
+    """Where each adapter file is and the few lines of onnxruntime_genai that load them once and switch per
+    request."""
+    lines = []
+    for name in adapters:
+        path = folder / f"{name}.onnx_adapter"
+        size = f" ({path.stat().st_size / 1024:.4g} KiB)" if path.is_file() else " (missing)"
+        lines.append(f"Adapter:  {path}{size}")
+    first = adapters[0] if adapters else "NAME"
+    lines += [
+        "Serve:    import onnxruntime_genai as og",
+        f"          model = og.Model('{folder}'); adapters = og.Adapters(model)",
+        *(f"          adapters.load('{folder / f'{n}.onnx_adapter'}', '{n}')" for n in adapters),
+        "          generator = og.Generator(model, og.GeneratorParams(model))",
+        f"          generator.set_active_adapter(adapters, '{first}')  # per request; none active: the base",
+    ]
+    return lines

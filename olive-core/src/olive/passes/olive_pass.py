@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from olive.exceptions import PassConfigError, PassParamError, SearchSpaceError, closest_match_hint
 from olive.model.handler import OliveModelHandler
-from olive.passes.config_values import (
+from olive.passes.params import (
     SEARCH,
     ParamProblem,
     check_search_values,

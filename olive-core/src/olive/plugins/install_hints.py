@@ -29,6 +29,9 @@ REPOSITORY_PASSES: dict[str, tuple[str, ...]] = {
         "OnnxQuantization",
         "OnnxQuantizationPreprocess",
         "OnnxBlockWiseRtnQuantization",
+        "OnnxHqqQuantization",
+        "OnnxKQuantQuantization",
+        "OnnxGptqQuantization",
         "OnnxFloatToFloat16",
         "OnnxSensitivityAnalysis",
         "OnnxAccuracyGuardedQuantization",
@@ -52,10 +55,7 @@ REPOSITORY_PASSES: dict[str, tuple[str, ...]] = {
     "olive-passes-torch": ("OnnxConversion",),
     "olive-passes-genai": (
         "ModelBuilder",
-        "OnnxHqqQuantization",
-        "OnnxKQuantQuantization",
         "OnnxGuardedInt4",
-        "OnnxGptqQuantization",
         "ExtractAdapters",
     ),
 }

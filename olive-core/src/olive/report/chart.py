@@ -72,7 +72,8 @@ def scatter_svg(
     y_higher: bool,
     baseline: Point | None = None,
 ) -> str:
-    """One ``<circle class="candidate ...">`` per point, a dashed line along the 2-D front, the baseline as a square."""
+    """One ``<circle class="candidate ...">`` per point, the baseline as a square, and a dashed line along the 2-D
+    front where it has two points or more (``class="front"``, drawn last)."""
     everything = [*points, *([baseline] if baseline else [])]
     x_low, x_high = _extent([p.x for p in everything])
     y_low, y_high = _extent([p.y for p in everything])
@@ -110,9 +111,6 @@ def scatter_svg(
         f'transform="rotate(-90 14 {TOP + plot_h / 2:.1f})">{escape(y_label)} ({y_dir})</text>'
     )
     front = front_2d(points, x_higher, y_higher)
-    if len(front) > 1:
-        coords = " ".join(f"{sx(p.x):.1f},{sy(p.y):.1f}" for p in front)
-        parts.append(f'<polyline class="front" points="{coords}"/>')
     if baseline is not None:
         bx, by = sx(baseline.x), sy(baseline.y)
         parts.append(
@@ -133,5 +131,10 @@ def scatter_svg(
             f'<circle class="{" ".join(classes)}" cx="{cx:.1f}" cy="{cy:.1f}" r="5" data-model-id="'
             f'{escape(point.model_id)}"><title>{escape(point.tooltip)}</title></circle>'
         )
+    if len(front) > 1:
+        # Drawn over the points: under them, a front of nearby points is hidden entirely (a dash is 5 px, a point
+        # 10 px across). It lets the pointer through to the points' tooltips.
+        coords = " ".join(f"{sx(p.x):.1f},{sy(p.y):.1f}" for p in front)
+        parts.append(f'<polyline class="front" points="{coords}"/>')
     parts.append("</svg>")
     return "\n".join(parts)

@@ -36,7 +36,7 @@ from olive.report.data import (
     report_data_from_footprint,
     report_data_from_output,
 )
-from olive.report.table import is_paired_ratio, is_timed_apart, spread_words
+from olive.report.table import change_words, is_paired_ratio, is_timed_apart, spread_words, unit_of
 
 REPORT_FILE = "report.html"
 
@@ -76,7 +76,7 @@ pre { background: #f6f8fa; padding: .5rem; overflow-x: auto; white-space: pre-wr
 svg.pareto-chart { max-width: 100%; height: auto; font-size: 12px; }
 svg .plot-area { fill: #fbfcfd; stroke: #d1d9e0; } svg .grid { stroke: #eaeef2; }
 svg .tick { fill: #59636e; } svg .axis-label { fill: #1f2328; font-weight: 600; }
-svg .front { fill: none; stroke: #1a7f37; stroke-width: 1.5; stroke-dasharray: 5 4; }
+svg .front { fill: none; stroke: #1a7f37; stroke-width: 1.5; stroke-dasharray: 5 4; pointer-events: none; }
 svg .candidate { stroke: #fff; stroke-width: 1; } svg .dominated { fill: #8c959f; }
 svg .pareto { fill: #1a7f37; } svg .missed-goals { fill: #cf222e; }
 svg .chosen-ring { fill: none; stroke: #0969da; stroke-width: 2.5; }
@@ -166,9 +166,9 @@ def _comparison(data: ReportData) -> str:
         else:
             text = f"{format_metric(key, old)} → {format_metric(key, new)}"
             higher = data.higher_is_better(key)
-            if higher is False and new > 0 and old > 0 and new != old:
-                ratio = old / new
-                text += f" ({ratio:.2f}x lower)" if ratio > 1 else f" ({1 / ratio:.2f}x higher)"
+            change = change_words(old, new, unit_of(key, higher)[1]) if higher is False else ""
+            if change:
+                text += f" ({change})"
             elif higher is True and new != old:
                 text += f" ({new - old:+.4g})"
             if is_timed_apart(key):
@@ -325,7 +325,8 @@ def _chart(data: ReportData) -> str:
         '<span><i class="swatch" style="background:#cf222e"></i>misses a goal</span>'
         '<span><i class="swatch" style="border:2.5px solid #0969da"></i>chosen</span>'
         '<span><i class="swatch" style="background:#9cc3f5;border-radius:0"></i>input model</span>'
-        "<span>dashed line: front of the two plotted objectives</span></p>"
+        + ("<span>dashed line: front of the two plotted objectives</span>" if 'class="front"' in svg else "")
+        + "</p>"
     )
     return svg + legend
 

@@ -44,6 +44,17 @@ def unit_of(key: str, higher_is_better: bool | None) -> tuple[float, str]:
     return 1.0, ""
 
 
+def change_words(old: float, new: float, unit: str) -> str:
+    """How a lower-is-better figure changed, one phrasing everywhere (olive optimize, quickstart, report.html):
+    ``3.82x smaller`` for a size, ``1.30x faster`` for a latency, ``1.30x lower`` otherwise; empty when either is
+    not positive or nothing changed."""
+    if not (old > 0 and new > 0) or old == new:
+        return ""
+    better, worse = {"MiB": ("smaller", "larger"), "ms": ("faster", "slower")}.get(unit, ("lower", "higher"))
+    ratio = old / new
+    return f"{ratio:.2f}x {better}" if ratio > 1 else f"{1 / ratio:.2f}x {worse}"
+
+
 def is_paired_ratio(key: str) -> bool:
     """A latency ratio (``latency-ratio_p50``): the model's time over the input model's, the two timed in
     alternating rounds, so a change of machine load touches both alike. The ranking uses it."""

@@ -2,8 +2,10 @@
 it as designed: which modules import which, lazily or at module top, and the cycles among them.
 
 An import inside a function is lazy (it runs when the function is called); one under ``if TYPE_CHECKING:``
-is for annotations only and does not count, nor does a package ``__init__``'s ``__getattr__`` facade (its
-names load their modules on first access)::
+is for annotations only. Where modules must import at module top, annotation imports do not count; for cycles
+every import counts, lazy and annotation ones too, since each is an arrow between two modules that a reader
+follows and a cycle hidden behind one still makes the two modules one. A package ``__init__``'s
+``__getattr__`` facade never counts (its names load their modules on first access)::
 
     from olive.testing.imports import check_distribution
 
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import attrs
 
-__all__ = ["Import", "check_distribution", "import_cycles", "module_imports", "source_modules"]
+__all__ = ["Import", "check_distribution", "import_cycles", "import_graph", "module_imports", "source_modules"]
 
 # The pass distributions of this repository, by import name: one may import another only when it declares it.
 PASS_DISTRIBUTIONS = {
@@ -39,11 +41,13 @@ HEAVY_LIBRARIES = frozenset(
 
 @attrs.frozen
 class Import:
-    """One import statement's name: ``name`` is absolute (``pkg.module.attribute`` for ``from`` imports)."""
+    """One import statement's name: ``name`` is absolute (``pkg.module.attribute`` for ``from`` imports);
+    ``annotation``: it sits under ``if TYPE_CHECKING:`` and never runs."""
 
     name: str
     line: int
     lazy: bool
+    annotation: bool = False
 
 
 def source_modules(src: Path) -> dict[str, Path]:
@@ -57,15 +61,19 @@ def source_modules(src: Path) -> dict[str, Path]:
     return found
 
 
-def module_imports(module: str, path: Path) -> list[Import]:
-    """Every import of ``module`` (its source at ``path``) that runs at some point, in source order."""
+def module_imports(module: str, path: Path, annotations: bool = False) -> list[Import]:
+    """Every import of ``module`` (its source at ``path``) that runs at some point, in source order; with
+    ``annotations``, those under ``if TYPE_CHECKING:`` too."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: list[Import] = []
 
-    def visit(node: ast.AST, lazy: bool) -> None:
+    def visit(node: ast.AST, lazy: bool, annotation: bool = False) -> None:
         for child in ast.iter_child_nodes(node):
+            inner = annotation
             if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
-                continue
+                if not annotations:
+                    continue
+                inner = True
             if isinstance(child, ast.FunctionDef) and child.name == "__getattr__" and path.name == "__init__.py":
                 continue
             names: list[str] = []
@@ -77,11 +85,34 @@ def module_imports(module: str, path: Path) -> list[Import]:
                     parts = package.split(".")
                     base = ".".join([*parts[: len(parts) - child.level + 1], base]).strip(".")
                 names = [f"{base}.{alias.name}" for alias in child.names]
-            found.extend(Import(name, child.lineno, lazy) for name in names)
-            visit(child, lazy or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef))
+            found.extend(Import(name, child.lineno, lazy, annotation) for name in names)
+            visit(child, lazy or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef), inner)
 
     visit(ast.parse(path.read_text(encoding="utf-8")), False)
     return found
+
+
+def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Which of ``modules`` each of them imports, counting every import: at module top, inside a function, or
+    for annotations only.
+
+    Importing ``a.b.c`` runs packages ``a`` and ``a.b`` first, so those count as imported too, except the
+    importer's own packages (already running when it is imported). ``modules`` may span several
+    distributions (:func:`source_modules` of each, merged) to find cycles across them.
+    """
+    graph: dict[str, set[str]] = {module: set() for module in modules}
+    roots = {name.split(".")[0] for name in modules}
+    for module, path in modules.items():
+        for found in module_imports(module, path, annotations=True):
+            target = _resolve(found.name, modules) if found.name.split(".")[0] in roots else None
+            if target is None or target == module:
+                continue
+            parts = target.split(".")
+            for depth in range(1, len(parts) + 1):
+                package = ".".join(parts[:depth])
+                if package in modules and package != module and not module.startswith(package + "."):
+                    graph[module].add(package)
+    return graph
 
 
 def import_cycles(graph: dict[str, set[str]]) -> list[set[str]]:
@@ -141,7 +172,7 @@ def check_distribution(project: Path, forbidden: Iterable[str] = (), pending: It
       lazy or not;
     - no import of another pass distribution of this repository that ``pyproject.toml`` does not declare;
     - its own modules imported at module top, except those that import a heavy library (:data:`HEAVY_LIBRARIES`)
-      at theirs, and no cycle among them.
+      at theirs, and no cycle among them (:func:`import_graph`: lazy and annotation imports count).
 
     :param project: the distribution's folder (``pyproject.toml`` and ``src/``).
     :param forbidden: top-level packages the distribution must never import.
@@ -162,7 +193,6 @@ def check_distribution(project: Path, forbidden: Iterable[str] = (), pending: It
     heavy = {
         m for m, found in imports.items() if any(not i.lazy and i.name.split(".")[0] in HEAVY_LIBRARIES for i in found)
     }
-    graph: dict[str, set[str]] = {module: set() for module in modules}
     for module, found_imports in imports.items():
         for found in found_imports:
             root = found.name.split(".")[0]
@@ -179,8 +209,7 @@ def check_distribution(project: Path, forbidden: Iterable[str] = (), pending: It
                 problems.append(
                     f"{where} imports {target} inside a function; import the distribution's own modules at the top"
                 )
-            graph[module].add(target)
-    problems.extend(f"import cycle: {' -> '.join(sorted(cycle))}" for cycle in import_cycles(graph))
+    problems.extend(f"import cycle: {' -> '.join(sorted(cycle))}" for cycle in import_cycles(import_graph(modules)))
     return problems
 
 

@@ -30,6 +30,8 @@ class InputModelEntry:
     type: str
     model_path: str
     task: str | None = None
+    #: a Hugging Face model's PEFT adapters, name -> folder
+    adapters: dict[str, str] = attrs.field(factory=dict)
     handler: OliveModelHandler | None = attrs.field(default=None, eq=False, repr=False)
 
 
@@ -86,7 +88,14 @@ class WorkflowDocument:
 # A key left at its default that a reader would not miss is not written (``task``, ``max_time``...); the
 # handler is what was read, not part of the file.
 for _cls, _overrides in (
-    (InputModelEntry, {"task": override(omit_if_default=True), "handler": override(omit=True)}),
+    (
+        InputModelEntry,
+        {
+            "task": override(omit_if_default=True),
+            "adapters": override(omit_if_default=True),
+            "handler": override(omit=True),
+        },
+    ),
     (SearchEntry, {"max_time": override(omit_if_default=True), "stop_when_goals_met": override(omit_if_default=True)}),
     (WorkflowDocument, {"cache_dir": override(omit_if_default=True)}),
 ):

@@ -16,7 +16,7 @@ with its direction) or an instance of a :class:`MetricType` subclass that declar
         sub_types = {"perplexity": False}          # sub type -> higher is better
         default_sub_type = "perplexity"
 
-        def measure(self, run, metric):            # run.model, run.reference, run.data_config(metric)...
+        def measure(self, run, metric):            # a MetricRun: run.model, run.reference, run.data_config(metric)...
             return {"perplexity": ...}, {"num_samples": ...}
 
     @hookimpl
@@ -33,6 +33,7 @@ from olive.evaluator.metrics.registry import (
     metric_types,
     plugin_metric_types,
 )
+from olive.evaluator.metrics.run import MetricRun
 from olive.evaluator.metrics.spec import Metric, MetricGoal, SubMetric
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "Measured",
     "Metric",
     "MetricGoal",
+    "MetricRun",
     "MetricType",
     "SubMetric",
     "find_metric_type",

@@ -12,7 +12,7 @@ from olive.evaluator.scores import classification_scores
 from olive.exceptions import OliveError, WorkflowConfigError
 
 if TYPE_CHECKING:
-    from olive.evaluator.evaluator import MetricRun
+    from olive.evaluator.metrics.run import MetricRun
 
 _METRIC_CONFIG = ("average", "pos_label", "num_classes", "task", "multiclass")
 _AVERAGES = ("binary", "macro", "micro", "weighted")

@@ -34,7 +34,7 @@ from olive.measure import (
 )
 
 if TYPE_CHECKING:
-    from olive.evaluator.evaluator import MetricRun
+    from olive.evaluator.metrics.run import MetricRun
     from olive.model.handler import OliveModelHandler
 
 

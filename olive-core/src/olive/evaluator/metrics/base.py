@@ -31,7 +31,7 @@ from olive.measure.pooling import POOLINGS
 from olive.measure.sessions import check_inference_settings
 
 if TYPE_CHECKING:
-    from olive.evaluator.evaluator import MetricRun
+    from olive.evaluator.metrics.run import MetricRun
 
 # Upper bounds of the timing options: a latency metric at these already takes hours; beyond them a typo
 # (an extra zero or ten) would run until killed.

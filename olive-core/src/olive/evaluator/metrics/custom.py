@@ -15,7 +15,7 @@ from olive.evaluator.metrics.base import Measured, MetricType, user_values
 from olive.evaluator.metrics.spec import Metric
 
 if TYPE_CHECKING:
-    from olive.evaluator.evaluator import MetricRun
+    from olive.evaluator.metrics.run import MetricRun
 
 
 class CustomMetric(MetricType):

@@ -17,7 +17,7 @@ from olive.evaluator.result import RATIO_NOISE
 from olive.measure import timing
 
 if TYPE_CHECKING:
-    from olive.evaluator.evaluator import MetricRun
+    from olive.evaluator.metrics.run import MetricRun
     from olive.model.handler import OliveModelHandler
 
 LATENCY_SUB_TYPES = ("avg", "min", "max", "p50", "p75", "p90", "p95", "p99", "p999")

@@ -9,7 +9,7 @@ from olive.evaluator.metrics.base import Measured, MetricType
 from olive.evaluator.metrics.spec import Metric
 
 if TYPE_CHECKING:
-    from olive.evaluator.evaluator import MetricRun
+    from olive.evaluator.metrics.run import MetricRun
     from olive.model.handler import OliveModelHandler
 
 

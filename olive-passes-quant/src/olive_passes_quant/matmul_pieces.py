@@ -1,4 +1,4 @@
-"""A decoder's MatMuls quantized one at a time, once per bit width, and whole models assembled from those pieces.
+"""A model's MatMuls quantized one at a time, once per bit width, and whole models assembled from those pieces.
 
 A mixed-precision search tries many mixes of the same MatMuls at 4 and 8 bits. Quantizing the whole model for each
 mix repeats the same work (k-quant of one weight gives the same blocks whatever the others are), so each weight is
@@ -17,28 +17,31 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from olive.passes.onnx.common import load_without_weights, model_proto_to_olive_model, weights_in
-from olive_passes_genai.genai_model import GenAIModelHandler, genai_folder_from_onnx
-from olive_passes_genai.ort_quantizer import run_quantizer
-from olive_passes_genai.weight_only import quantizable_matmuls
+from olive_passes_quant.k_quant import k_quant_config
+from olive_passes_quant.ort_quantizer import quantize_matmuls
+from olive_passes_quant.weight_only import quantizable_matmuls, same_model_type
 
 if TYPE_CHECKING:
     import numpy as np
     import onnx
 
+    from olive.model.handler import OliveModelHandler, ONNXModelHandler
+
 __all__ = ["MatMulPieces", "WeightSwapSession"]
 
 
 class MatMulPieces:
-    """The quantizable MatMuls of ``model`` (a :class:`GenAIModelHandler`), each quantized with k-quant on its own.
+    """The quantizable MatMuls of ``model`` (an ONNX model, or a type around one such as a ``GenAIModel`` folder),
+    each quantized with k-quant on its own.
 
-    ``block_size``/``accuracy_level`` as :class:`~olive_passes_genai.weight_only.OnnxKQuantQuantization` takes them;
+    ``block_size``/``accuracy_level`` as :class:`~olive_passes_quant.k_quant.OnnxKQuantQuantization` takes them;
     ``owner`` names the pass in errors. Weights are read one at a time from the model's folder.
     """
 
     #: the most weights quantized in one call of onnxruntime's k-quant (a larger weight goes in slices of columns)
     chunk_elements = 16 * 2**20
 
-    def __init__(self, model: GenAIModelHandler, block_size: int, accuracy_level: int | None, owner: str):
+    def __init__(self, model: ONNXModelHandler, block_size: int, accuracy_level: int | None, owner: str):
         self.model = model
         self.block_size = block_size
         self.accuracy_level = int(accuracy_level) if accuracy_level else None
@@ -90,10 +93,10 @@ class MatMulPieces:
         dtype = onnx.helper.tensor_dtype_to_np_dtype(self._initializers[self._nodes[name].input[1]].data_type)
         return weight.reshape(n, blocks * block)[:, :k].T.astype(dtype)
 
-    def assemble(self, bits: dict[str, int], output_model_path: str | Path, external_data: Any) -> GenAIModelHandler:
+    def assemble(self, bits: dict[str, int], output_model_path: str | Path, external_data: Any) -> OliveModelHandler:
         """The model with each MatMul of ``bits`` (name -> 4 or 8) replaced by its piece, the others left as they
-        are, saved under ``output_model_path`` (``external_data``: the pass's external-data params) as a folder
-        onnxruntime-genai serves."""
+        are, saved under ``output_model_path`` (``external_data``: the pass's external-data params), of the input
+        model's type (a ``GenAIModel`` in gives a folder onnxruntime-genai serves)."""
         proto = copy.deepcopy(self.proto)
         replaced: list[Any] = []
         nodes = []
@@ -113,7 +116,7 @@ class MatMulPieces:
         if not any(opset.domain == "com.microsoft" for opset in proto.opset_import):
             proto.opset_import.append(_microsoft_opset())
         out = model_proto_to_olive_model(proto, output_model_path, external_data, weights_dir=self.weights_dir)
-        return genai_folder_from_onnx(self.model, out)
+        return same_model_type(self.model, out)
 
     def _quantize(self, name: str, bits: int) -> tuple[onnx.NodeProto, list[onnx.TensorProto]]:
         import numpy as np
@@ -144,22 +147,22 @@ class MatMulPieces:
     def _quantize_columns(self, name: str, bits: int, weight: np.ndarray) -> tuple[onnx.NodeProto, list[Any]]:
         import numpy as np
         import onnx
-        from onnxruntime.quantization.matmul_nbits_quantizer import KQuantWeightOnlyQuantConfig, MatMulNBitsQuantizer
 
         node = self._nodes[name]
-        quantizer = MatMulNBitsQuantizer(
-            self._one_node(node, [_tensor(node.input[1], np.ascontiguousarray(weight))], weight.shape, weight.dtype),
+        one_node = self._one_node(
+            node, [_tensor(node.input[1], np.ascontiguousarray(weight))], weight.shape, weight.dtype
+        )
+        quantized = quantize_matmuls(
+            one_node,
+            k_quant_config(bits, [name]),
+            [name],
+            bits=bits,
             block_size=self.block_size,
             is_symmetric=False,
             accuracy_level=self.accuracy_level,
-            # The width goes in per node: onnxruntime's k-quant takes 4 bits for every node otherwise, whatever
-            # bits the quantizer is given (as OnnxKQuantQuantization's customized_weight_config).
-            algo_config=KQuantWeightOnlyQuantConfig(
-                op_types_to_quantize=("MatMul",), customized_weight_config={name: {"bits": bits}}
-            ),
+            owner=self.owner,
+            settings=f"k-quant, {bits} bits, block_size {self.block_size}",
         )
-        settings = f"k-quant, {bits} bits, block_size {self.block_size}"
-        quantized = run_quantizer(quantizer, owner=self.owner, settings=settings)
         # Copies, not references: a reference into the quantized graph would keep all of its memory alive, the
         # float weight the quantizer removed from it included.
         (found,) = quantized.graph.node
@@ -218,8 +221,8 @@ class WeightSwapSession:
             self.session = ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
     def logits(self, feeds: dict[str, np.ndarray], weights: dict[str, np.ndarray] | None = None) -> np.ndarray:
-        """Logits ``[tokens, vocab]`` of one prefill (``feeds``: ``gptq.prefill_feeds``), with ``weights`` (MatMul
-        name -> float weight) in place of those MatMuls' own."""
+        """The model's ``logits`` output of one run of ``feeds`` as ``[tokens, vocab]`` (a decoder's prefill), with
+        ``weights`` (MatMul name -> float weight) in place of those MatMuls' own."""
         swapped = {self.weight_of[name]: value for name, value in (weights or {}).items()}
         logits = self.session.run(["logits"], {**feeds, **swapped})[0]
         return logits.reshape(-1, logits.shape[-1])

@@ -7,13 +7,13 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from olive_passes_genai.ort_quantizer import pack_zero_points, run_quantizer
-from olive_passes_genai.weight_only import OnnxKQuantQuantization
 from onnx import TensorProto, helper, numpy_helper
 
 from olive.exceptions import PassRunError
 from olive.model.handler import ONNXModelHandler
 from olive.testing import run_pass
+from olive_passes_quant.k_quant import OnnxKQuantQuantization
+from olive_passes_quant.ort_quantizer import pack_zero_points, run_quantizer
 
 BLOCK = 32
 

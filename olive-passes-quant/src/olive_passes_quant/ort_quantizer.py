@@ -1,5 +1,9 @@
 """Running onnxruntime's weight-only quantizer (``MatMulNBitsQuantizer``): one place for what every call needs.
 
+:func:`quantize_matmuls` is the one call every MatMulNBits pass makes (RTN, HQQ, k-quant, GPTQ, and the per-weight
+pieces of :mod:`olive_passes_quant.matmul_pieces`): it names the MatMuls to quantize, builds the quantizer and runs
+it through :func:`run_quantizer`, which adds what onnxruntime's own call lacks:
+
 - **Any width.** onnxruntime's k-quant, RTN and GPTQ code (``onnxruntime.quantization.neural_compressor``)
   packs the 4-bit zero points of all columns into one flat run of bytes and then reshapes it to one row per
   column. A column with an odd number of blocks (K=352 at block size 32, Qwen2.5-0.5B's 896 or Gemma-3-1B's 1152
@@ -21,7 +25,7 @@ import io
 import logging
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +33,57 @@ from olive.exceptions import OliveError, PassRunError
 from olive.logs import onnxruntime_logs
 from olive.passes.onnx.common import weights_in
 
-__all__ = ["pack_zero_points", "run_quantizer"]
+__all__ = ["pack_zero_points", "quantize_matmuls", "run_quantizer"]
 
 logger = logging.getLogger(__name__)
 
 # The packing function is swapped in a module of onnxruntime's, which every thread of the process shares.
 _PATCH_LOCK = threading.RLock()
+
+
+def quantize_matmuls(
+    proto: Any,
+    algo_config: Any,
+    nodes: Iterable[str],
+    *,
+    bits: int,
+    block_size: int,
+    is_symmetric: bool,
+    accuracy_level: int | None,
+    owner: str,
+    settings: str,
+    weights_dir: str | Path | None = None,
+) -> Any:
+    """``proto`` (an ``onnx.ModelProto``) with the MatMuls named in ``nodes`` quantized into MatMulNBits nodes by
+    ``algo_config`` (one of onnxruntime's ``*WeightOnlyQuantConfig``); the quantized ``onnx.ModelProto``.
+
+    Every other node is named to the quantizer as excluded: onnxruntime takes every MatMul with an initializer,
+    weights a run may feed (adapter slots) and empty ones included, and its ``nodes_to_include`` adds to that
+    selection instead of restricting it. ``weights_dir``, ``owner`` and ``settings``: as :func:`run_quantizer`.
+    """
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    wanted = set(nodes)
+    before = {node.name for node in proto.graph.node}
+    quantizer = MatMulNBitsQuantizer(
+        proto,
+        bits=bits,
+        block_size=block_size,
+        is_symmetric=is_symmetric,
+        accuracy_level=accuracy_level,
+        nodes_to_exclude=sorted({node.name for node in proto.graph.node} - wanted),
+        algo_config=algo_config,
+    )
+    quantized = run_quantizer(quantizer, owner=owner, settings=settings, weights_dir=weights_dir)
+    if accuracy_level:
+        # onnxruntime's HQQ writes no accuracy_level whatever it is given; 0 (unset) is left out, as onnxruntime does.
+        import onnx
+
+        for node in quantized.graph.node:
+            new = node.op_type == "MatMulNBits" and node.name not in before
+            if new and not any(attribute.name == "accuracy_level" for attribute in node.attribute):
+                node.attribute.append(onnx.helper.make_attribute("accuracy_level", int(accuracy_level)))
+    return quantized
 
 
 def run_quantizer(

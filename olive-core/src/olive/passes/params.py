@@ -1,8 +1,9 @@
-"""How a workflow's values for a pass's params become fixed values and search parameters, and how each is checked.
+"""A pass's section of a workflow: which of its params are fixed and which searched, and each value checked.
 
 :meth:`olive.passes.olive_pass.Pass.get_config_params` places every declared param (:func:`place_param`), then
-checks the fixed values against their declared types and the searched ones' choices; each function here returns
-or raises one problem message that names the param and the fix.
+structures the fixed values into their declared types and checks the searched ones' choices the same way
+(:mod:`olive.passes.param_types`: one converter, one translator of its errors); each function here returns or
+raises one problem message that names the param, the value and the fix.
 """
 
 from __future__ import annotations
@@ -10,9 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from cattrs.errors import BaseValidationError
+
 from olive.exceptions import PassConfigError, SearchSpaceError, closest_match_hint
+from olive.passes.param_types import Mismatch, describe_type, fits, mismatch_reason, structure_value, value_choices
 from olive.passes.pass_config import ParamCategory, PassConfigParam, PassParamDefault
-from olive.passes.type_check import TypeMismatch, coerce_value, describe_type, value_choices
 from olive.paths import UnusablePath, resolve_user_path
 from olive.search.search_parameter import (
     Categorical,
@@ -102,14 +105,6 @@ def values_at_defaults(declared: dict[str, PassConfigParam], fixed: dict[str, An
     return values
 
 
-def fits(value: Any, type_: Any) -> bool:
-    try:
-        coerce_value(value, type_)
-    except TypeMismatch:
-        return False
-    return True
-
-
 def check_value(owner: str, name: str, value: Any, param: PassConfigParam, disable_search: bool) -> Any:
     if isinstance(value, str) and value == SpecialParamValue.IGNORED:
         return value
@@ -125,16 +120,12 @@ def check_value(owner: str, name: str, value: Any, param: PassConfigParam, disab
         # A name in the workflow's user_script, resolved by the engine.
         return value
     try:
-        value = coerce_value(value, param.type_)
-    except TypeMismatch:
-        hint = ""
+        value = structure_value(value, param.type_)
+    except (Mismatch, BaseValidationError) as exc:
+        reason = mismatch_reason(name, exc, value, param.type_)
         if isinstance(value, list) and param.search_defaults is not None and disable_search:
-            hint = " (a list searches its values only when the workflow has a search_strategy)"
-        elif isinstance(value, str):
-            hint = closest_match_hint(value, value_choices(param.type_))
-        raise PassConfigError(
-            f"param '{name}' expects {describe_type(param.type_)}, got {value!r}{hint}", owner=owner
-        ) from None
+            reason += " (a list searches its values only when the workflow has a search_strategy)"
+        raise PassConfigError(reason, owner=owner) from None
     if param.category in (ParamCategory.PATH, ParamCategory.DATA) and isinstance(value, str | Path):
         # In a workflow the engine has resolved it against the workflow file's folder already.
         try:
@@ -161,7 +152,8 @@ def check_search_values(name: str, param: SearchParameter, declared: PassConfigP
         and not fits(value, declared.type_)
     ]
     if bad:
-        return [f"search values {bad!r} of param '{name}' are not {describe_type(declared.type_)}"]
+        hint = closest_match_hint(bad[0], value_choices(declared.type_)) if isinstance(bad[0], str) else ""
+        return [f"search values {bad!r} of param '{name}' are not {describe_type(declared.type_)}{hint}"]
     return []
 
 
