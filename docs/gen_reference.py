@@ -110,7 +110,7 @@ def _searched(param: Any) -> str:
 
 def _pass_section(registry: Any, entry: Any) -> list[str]:
     from olive.hardware.accelerator import DEFAULT_CPU_ACCELERATOR
-    from olive.passes.type_check import describe_type
+    from olive.passes.param_types import describe_type
 
     lines = [f"### {entry.name}", "", f"From **{entry.distribution}** {entry.version} (`{entry.value}`).", ""]
     try:
