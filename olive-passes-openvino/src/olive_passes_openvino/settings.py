@@ -52,8 +52,9 @@ def compile_settings(
                 "take device_name and ov_config (OpenVINO properties by name)",
                 owner=where,
             )
-    device = settings.get("device_name") or DEFAULT_DEVICE
-    if not isinstance(device, str):
+    device = settings.get("device_name")
+    device = DEFAULT_DEVICE if device is None else device
+    if not isinstance(device, str) or not device:
         raise ModelLoadError(
             f"expected an OpenVINO device name such as 'CPU', got {device!r}", owner=f"{where}.device_name"
         )
