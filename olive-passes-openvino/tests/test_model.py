@@ -109,6 +109,10 @@ def test_the_session_reports_what_it_was_compiled_with_and_takes_onnxruntime_thr
     assert described["providers"] == ["OpenVINO:CPU"]
     assert described["session_options"]["INFERENCE_NUM_THREADS"] == 1
     assert described["session_options"]["INFERENCE_PRECISION_HINT"] == "f32"
+    # Unpinned unless asked: pinned threads cannot leave cores that other work shares.
+    assert described["session_options"]["ENABLE_CPU_PINNING"] is False
+    pinned = ir_fp32.prepare_session({"ov_config": {"ENABLE_CPU_PINNING": True}})
+    assert describe_session(pinned)["session_options"]["ENABLE_CPU_PINNING"] is True
     assert [i.name for i in session.get_inputs()] == list(feeds)
     first = session.run(None, feeds)[0]
     # Outputs are copies: a later run on other inputs leaves them as they were.

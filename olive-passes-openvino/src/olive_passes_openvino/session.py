@@ -17,7 +17,13 @@ from olive.exceptions import ModelLoadError
 from olive_passes_openvino.settings import compile_settings
 
 # What describe() reports of the compiled model: the properties that change its speed and its outputs.
-DESCRIBED_PROPERTIES = ("INFERENCE_PRECISION_HINT", "PERFORMANCE_HINT", "INFERENCE_NUM_THREADS", "NUM_STREAMS")
+DESCRIBED_PROPERTIES = (
+    "INFERENCE_PRECISION_HINT",
+    "PERFORMANCE_HINT",
+    "INFERENCE_NUM_THREADS",
+    "NUM_STREAMS",
+    "ENABLE_CPU_PINNING",
+)
 
 
 class NodeArg(NamedTuple):
