@@ -1,4 +1,10 @@
-"""OpenVINOConversion: an ONNX model converted into an OpenVINO IR folder (``ov.convert_model``)."""
+"""OpenVINOConversion: an ONNX, Hugging Face or PyTorch model converted into an OpenVINO IR folder
+(``ov.convert_model``).
+
+ONNX models are read by OpenVINO's ONNX frontend. Hugging Face and PyTorch models (olive-passes-torch's model
+types, which load the module and make example inputs for its io_config) go through OpenVINO's PyTorch frontend,
+traced on those inputs; the IR's inputs and outputs get the io_config's names and dynamic dimensions.
+"""
 
 from __future__ import annotations
 
@@ -22,14 +28,14 @@ logger = logging.getLogger(__name__)
 
 
 class OpenVINOConversion(Pass):
-    """Convert an ONNX model into an OpenVINO IR (``NAME.xml`` + ``NAME.bin`` in the output folder).
+    """Convert an ONNX, Hugging Face or PyTorch model into an OpenVINO IR (``NAME.xml`` + ``NAME.bin``).
 
     Microsoft Olive's pass of this name, with its params. The IR computes what the ONNX model computes; with
     ``compress_to_fp16`` (the default, as in Olive) its weights are stored as float16 and the CPU widens them
     again when it compiles the model, so outputs move by float16 rounding of the weights only.
     """
 
-    accepts_model_types: ClassVar[tuple[str, ...]] = ("ONNXModel",)
+    accepts_model_types: ClassVar[tuple[str, ...]] = ("ONNXModel", "HfModel", "PyTorchModel")
     fits_on_data: ClassVar[bool] = False
 
     @classmethod
@@ -112,7 +118,12 @@ class OpenVINOConversion(Pass):
             args["input"] = _called(shapes, "input_shapes") if not isinstance(shapes, list) else shapes
         source = Path(model.model_path)
         try:
-            converted = ov.convert_model(str(source), **args)
+            if model.model_type == "ONNXModel":
+                converted = ov.convert_model(str(source), **args)
+            else:
+                converted = _convert_torch(model, args)
+        except (PassParamError, PassRunError):
+            raise
         except Exception as exc:  # openvino's frontends raise OpConversionFailure, RuntimeError and others
             raise PassRunError(
                 f"OpenVINO could not convert '{source}' ({type(exc).__name__}: {_first_lines(exc)}); check "
@@ -125,6 +136,36 @@ class OpenVINOConversion(Pass):
             "openvino_source": {"type": model.model_type, "file": source.name},
         }
         return result
+
+
+def _convert_torch(model: Any, args: dict[str, Any]) -> Any:
+    """A torch model type's module traced by OpenVINO's PyTorch frontend on the model type's example inputs."""
+    import openvino as ov
+    import torch
+
+    from olive_passes_torch.torch_model import exportable
+
+    module = model.load_model()
+    io = model.io_config_for(module)
+    wrapper = exportable(module, io, model.forward_kwargs(module), model.inputs_by_name)
+    arrays = model.example_inputs(io, vary=False, module=module)
+    example = tuple(torch.from_numpy(arrays[name]) for name in io.input_names)
+    if "input" not in args:
+        # The io_config's dynamic axes stay dynamic; other dimensions are the example's.
+        args["input"] = [
+            ov.PartialShape(
+                [-1 if axis in io.dynamic_axes.get(name, {}) else size for axis, size in enumerate(t.shape)]
+            )
+            for name, t in zip(io.input_names, example, strict=True)
+        ]
+    args.setdefault("example_input", example)
+    with torch.no_grad():
+        converted = ov.convert_model(wrapper, **args)
+    for port, name in zip(converted.inputs, io.input_names, strict=True):
+        port.get_tensor().set_names({name})
+    for port, name in zip(converted.outputs, io.output_names, strict=True):
+        port.get_tensor().set_names({name})
+    return converted
 
 
 def _called(value: Any, param: str) -> Any:
