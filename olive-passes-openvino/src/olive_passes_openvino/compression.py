@@ -1,4 +1,5 @@
-"""OpenVINOWeightCompression: NNCF's weight-only compression (``nncf.compress_weights``) of an OpenVINO model.
+"""OpenVINOWeightCompression: NNCF's weight-only compression (``nncf.compress_weights``) of an OpenVINO model (an
+IR out) or an ONNX model (an ONNX model out, through NNCF's ONNX backend).
 
 Weights of MatMuls and embeddings become int8 (``mode`` ``int8_asym``, NNCF's default) or int4 in groups
 (``int4_sym`` / ``int4_asym``, with ``ratio`` of the layers int4 and the rest ``backup_mode``); activations
@@ -9,7 +10,9 @@ weight quantization error). Microsoft Olive's pass of this name, with its params
 
 from __future__ import annotations
 
+import functools
 import logging
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from olive.exceptions import PassParamError, PassRunError
@@ -34,12 +37,14 @@ _ENUM_KEYS = {
 # Arguments of nncf.compress_weights that the pass's own params set.
 _SET_BY_PARAMS = ("model", "dataset", "ignored_scope")
 ADVANCED_KEY = "advanced_compression_parameters"
+# Microsoft Olive's extra_args key that hands the model's tokenizer to transform_fn (as ``tokenizer=``).
+TOKENIZER_KEY = "tokenizer"
 
 
 class OpenVINOWeightCompression(Pass):
     """int8 or int4 weights for an OpenVINO model (NNCF ``compress_weights``); see the module docstring."""
 
-    accepts_model_types: ClassVar[tuple[str, ...]] = ("OpenVINOModel",)
+    accepts_model_types: ClassVar[tuple[str, ...]] = ("OpenVINOModel", "ONNXModel")
 
     @classmethod
     def _default_config(cls, accelerator_spec: AcceleratorSpec) -> dict[str, PassConfigParam]:
@@ -74,6 +79,7 @@ class OpenVINOWeightCompression(Pass):
         given = dict(config.compress_config or {})
         extra = dict(config.extra_args or {})
         advanced = extra.pop(ADVANCED_KEY, None)
+        extra.pop(TOKENIZER_KEY, None)
         # Microsoft Olive's extra_args also carried quantize-only keys (model_type, preset, library) for its
         # optimum-intel path; compress_weights takes none of them.
         for key in ("model_type", "preset", "library"):
@@ -104,19 +110,20 @@ class OpenVINOWeightCompression(Pass):
     ) -> OpenVINOModelHandler:
         import nncf
 
-        if not isinstance(model, OpenVINOModelHandler):
+        if model.model_type not in self.accepts_model_types:
             raise PassRunError(
-                f"OpenVINOWeightCompression takes OpenVINO models, got a {model.model_type}; put OpenVINOConversion "
-                "before it"
+                f"OpenVINOWeightCompression takes OpenVINO or ONNX models, got a {model.model_type}; put "
+                "OpenVINOConversion before it"
             )
         if config.reuse_cache:
             logger.info("OpenVINOWeightCompression: reuse_cache changes nothing here (the cache keeps each output)")
         arguments = self._arguments(config)
         if config.data_config is not None:
             owner = "OpenVINOWeightCompression"
-            arguments["dataset"] = nncf_dataset(
-                data_items(config.data_config, model, owner), config.transform_fn, owner
-            )
+            transform = config.transform_fn
+            if (config.extra_args or {}).get(TOKENIZER_KEY) and callable(transform):
+                transform = functools.partial(transform, tokenizer=_tokenizer(model))
+            arguments["dataset"] = nncf_dataset(data_items(config.data_config, model, owner), transform, owner)
         try:
             compressed = nncf.compress_weights(model.load_model(), **arguments)
         except PassParamError:
@@ -126,12 +133,35 @@ class OpenVINOWeightCompression(Pass):
                 f"NNCF could not compress the weights of '{model.model_path}' ({type(exc).__name__}: {exc}); check "
                 "compress_config (data-aware options need data_config)"
             ) from exc
-        result = save_ir(compressed, output_model_path, f"{model.xml_path.stem}_compressed", compress_to_fp16=True)
-        _nncf.carry_folder_files(model, output_model_path)
-        result.inference_settings = model.inference_settings
         mode = arguments.get("mode")
-        result.model_attributes = {
+        attributes = {
             **(model.model_attributes or {}),
             "weight_compression": {"tool": "nncf", "mode": str(getattr(mode, "value", mode or "int8_asym"))},
         }
+        if not isinstance(model, OpenVINOModelHandler):
+            from olive.passes.onnx.common import model_proto_to_olive_model
+
+            onnx_result = model_proto_to_olive_model(compressed, output_model_path, None)
+            onnx_result.model_attributes = attributes
+            return onnx_result
+        result = save_ir(compressed, output_model_path, f"{model.xml_path.stem}_compressed", compress_to_fp16=True)
+        _nncf.carry_folder_files(model, output_model_path)
+        result.inference_settings = model.inference_settings
+        result.model_attributes = attributes
         return result
+
+
+def _tokenizer(model: Any) -> Any:
+    """The tokenizer saved in the model's folder (transformers' files), for extra_args.tokenizer."""
+    folder = Path(str(model.model_path))
+    folder = folder if folder.is_dir() else folder.parent
+    try:
+        import transformers
+
+        return transformers.AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    except Exception as exc:  # ImportError, OSError for a folder without tokenizer files
+        raise PassParamError(
+            f"extra_args.tokenizer asks for the model's tokenizer, which cannot be loaded from '{folder}' "
+            f"({type(exc).__name__}: {exc}); save it there (tokenizer.save_pretrained(folder)) or drop the key",
+            params="extra_args",
+        ) from exc
