@@ -104,3 +104,30 @@ def test_a_second_run_takes_both_passes_from_the_cache(run):
     again = _olive("run", str(file))
     assert again.returncode == 0, again.stderr[-3000:]
     assert "2 pass run(s) (2 from cache)" in again.stdout
+
+
+def test_an_ir_input_model_is_evaluated_itself_and_is_the_reference(ir_fp32, calibration, tmp_path):
+    from olive.workflows import run as olive_run
+
+    workflow = _workflow(ir_fp32, calibration, tmp_path)
+    workflow["input_model"] = {"type": "OpenVINOModel", "model_path": ir_fp32.model_path}
+    workflow["evaluate_input_model"] = True
+    del workflow["passes"]["convert"]
+    output = olive_run(workflow)
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    # The IR itself is measured (agreement 1.0 with itself) and the int8 IR is compared with it, not with itself.
+    assert metrics["input_model"]["agreement-cosine_mean"]["value"] == 1.0
+    assert metrics["input_model"]["latency-ratio_p50"]["value"] == 1.0
+    assert 0.99 < metrics["best"]["agreement-cosine_mean"]["value"] < 1.0
+    assert output.best.pass_name == "OpenVINOQuantization"
+
+
+def test_an_ir_input_model_before_an_onnx_pass_is_told_what_to_put_first(ir_fp32, calibration, tmp_path):
+    from olive.exceptions import WorkflowConfigError
+    from olive.workflows import run as olive_run
+
+    workflow = _workflow(ir_fp32, calibration, tmp_path)
+    workflow["input_model"] = {"type": "OpenVINOModel", "model_path": ir_fp32.model_path}
+    workflow["passes"] = {"fuse": {"type": "OpenVINOConversion"}}
+    with pytest.raises(WorkflowConfigError, match=r"start with a pass that takes OpenVINOModel models"):
+        olive_run(workflow)

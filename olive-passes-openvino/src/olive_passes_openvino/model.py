@@ -18,7 +18,7 @@ import hashlib
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from olive.config_errors import expect
 from olive.exceptions import ModelLoadError, WorkflowConfigError
@@ -43,6 +43,8 @@ class OpenVINOModelHandler(OliveModelHandler):
     """
 
     model_type = "OpenVINOModel"
+    # The evaluator runs it (prepare_session), so an IR input model is what every metric compares with.
+    evaluable: ClassVar[bool] = True
 
     def __init__(
         self,
