@@ -42,7 +42,7 @@ TOKENIZER_KEY = "tokenizer"
 
 
 class OpenVINOWeightCompression(Pass):
-    """int8 or int4 weights for an OpenVINO model (NNCF ``compress_weights``); see the module docstring."""
+    """int8 or int4 weights for an OpenVINO or ONNX model (NNCF ``compress_weights``); see the module docstring."""
 
     accepts_model_types: ClassVar[tuple[str, ...]] = ("OpenVINOModel", "ONNXModel")
 
