@@ -27,6 +27,7 @@ def test_the_quick_benchmark_reports_every_row(tmp_path):
         "OpenVINO IR, f32",
         "OpenVINO IR, bf16",
         "OpenVINO nncf int8",
+        "OpenVINO nncf int8, output projections float",
         "OpenVINO nncf int8 weights",
     ]
     reference = rows["onnxruntime fp32"]
