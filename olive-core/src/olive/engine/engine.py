@@ -28,7 +28,6 @@ from olive.engine.trial import TrialContext, TrialRequest, TrialWorker
 from olive.evaluator.goals import resolve_goals
 from olive.exceptions import PassRunError
 from olive.execution_providers.targets import TARGET_KEY, target_json
-from olive.model.handler import ONNXModelHandler
 from olive.search.samplers import Sampler, create_sampler
 from olive.search.search_parameter import Categorical
 from olive.search.search_space import JointSearchSpace, SearchSpace
@@ -109,7 +108,7 @@ class Engine:
                     evaluation = self.evaluator.evaluate(reference, reference_hash, reference, reference_hash)
                     recorder.record_evaluation(self.footprint.get(recorder.reference_id), evaluation)
                 recorder.thresholds = resolve_goals(self.evaluator.metrics, recorder.results.get(recorder.reference_id))
-            if recorder.reference_id is not None or isinstance(input_model, ONNXModelHandler):
+            if recorder.reference_id is not None or input_model.evaluable:
                 self._reference_on_targets(recorder.reference_id or INPUT_MODEL_ID)
         except BaseException:
             # A failed conversion or reference evaluation is reported with the stage's display stopped.
@@ -137,13 +136,13 @@ class Engine:
     def _reference(self, local: TrialWorker) -> str:
         """The model every metric compares with (agreement, ``ratio_*`` latency, goals relative to the input).
 
-        The input model when it can be evaluated (ONNX). Otherwise (a PyTorch or Hugging Face model) the output
-        of the first pass at its one config (``resolve_plan`` allows no search there): the conversion, which
-        checked itself against the input model. It runs here, before the search, and is recorded like any run;
-        the search then finds it in the footprint and the cache.
+        The input model when it can be evaluated (ONNX, or another ``evaluable`` model type). Otherwise (a
+        PyTorch or Hugging Face model) the output of the first pass at its one config (``resolve_plan`` allows no
+        search there): the conversion, which checked itself against the input model. It runs here, before the
+        search, and is recorded like any run; the search then finds it in the footprint and the cache.
         """
         input_model, input_hash = self._recorder.models[INPUT_MODEL_ID]
-        if isinstance(input_model, ONNXModelHandler):
+        if input_model.evaluable:
             return INPUT_MODEL_ID
         plan = self.plans[0]
         self.progress.stage(f"converting the input model ({plan.key})")

@@ -23,6 +23,7 @@ from olive.exceptions import (
     WorkflowConfigError,
     closest_match_hint,
 )
+from olive.model.types import get_model_type
 from olive.passes.pass_config import ParamCategory
 from olive.plugins.identity import PassIdentity, acting_as
 from olive.plugins.install_hints import REPOSITORY_MODEL_TYPES, REPOSITORY_PASSES
@@ -252,7 +253,7 @@ def check_input_model_type(workflow: WorkflowConfig, plans: list[PassPlan]) -> N
             f"{alternative.identity.name} takes {' or '.join(accepted)} models, but the input model is a "
             f"{model_type}; {_what_to_put_first(model_type, first.key)}",
         )
-    if workflow.evaluator is not None and model_type != "ONNXModel" and first.size() > 1:
+    if workflow.evaluator is not None and not get_model_type(model_type).evaluable and first.size() > 1:
         raise config_error(
             json_path("passes", first.key),
             f"searches {first.size()} configs, but with a {model_type} input model every metric compares with the "
@@ -266,6 +267,9 @@ def _what_to_put_first(model_type: str, first_key: str) -> str:
     if model_type == "ONNXModel":
         return f"the model is ONNX already: remove pass '{first_key}' or start with a pass that takes ONNX models"
     offered = REPOSITORY_MODEL_TYPES.get(model_type)
+    if offered and get_model_type(model_type).evaluable:
+        # Olive runs such a model as it is (an OpenVINO IR): what comes first works on it, nothing converts it.
+        return f"start with a pass that takes {model_type} models (those of {offered[0]})"
     converters = REPOSITORY_PASSES.get(offered[0], ()) if offered else ()
     if converters:
         example = f'e.g. "convert": {{"type": "{converters[0]}"}} from {offered[0]}'

@@ -272,9 +272,17 @@ def settings_on_target(settings: Mapping[str, Any] | None, target: Any) -> dict[
 def describe_session(session: onnxruntime.InferenceSession) -> dict[str, Any]:
     """The providers a session runs on and its main options, as plain JSON values (for metadata).
 
+    A session that is not onnxruntime's (what a model type's ``prepare_session`` returns: any object with
+    ``run(output_names, feeds)``, ``get_inputs()`` and ``get_outputs()``) reports these itself through
+    ``describe() -> {"providers": [...], "session_options": {...}}``.
+
     For a session on a plugin provider, ``nodes_by_provider`` counts the nodes each provider took and
     ``nodes_not_taken`` lists (up to 20 of) those the first provider left to the others, as ``name (OpType)``.
     """
+    own = getattr(session, "describe", None)
+    if callable(own):
+        # A model type that runs on another runtime (an OpenVINO compiled model) describes its own session.
+        return dict(own())
     options = session.get_session_options()
     described: dict[str, Any] = {
         "providers": session.get_providers(),

@@ -53,6 +53,12 @@ def session_runner(
     With ``io_bind`` the inputs are bound once up front, so each call leaves out copying them in (what
     onnxruntime's IO binding saves a server that keeps its inputs in place).
     """
+    if io_bind and not hasattr(session, "io_binding"):
+        # Another runtime's session (an OpenVINO compiled model) has no onnxruntime IO binding to time.
+        raise ModelRunError(
+            f"io_bind is onnxruntime's IO binding, which {what} does not run on; remove io_bind from the metric",
+            owner=owner,
+        )
     if io_bind:
         binding = session.io_binding()
         for name, value in feeds.items():

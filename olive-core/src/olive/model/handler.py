@@ -6,7 +6,7 @@ import copy
 import inspect
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from olive.config_errors import expect, quoted, user_path
 from olive.exceptions import ModelLoadError, WorkflowConfigError, closest_match_hint
@@ -25,6 +25,11 @@ class OliveModelHandler:
     """Base of every model handler: a location on disk plus free-form ``model_attributes``."""
 
     model_type: str = "OliveModel"
+    #: Whether the evaluator runs the model itself: ``prepare_session`` gives a session (an onnxruntime one, or
+    #: another runtime's with the same calls, see :func:`olive.measure.describe_session`). An input model that
+    #: is evaluable is what every metric compares with; one that is not (PyTorch, Hugging Face) is compared
+    #: through the first pass's output.
+    evaluable: ClassVar[bool] = False
 
     def __init__(self, model_path: str | Path | None = None, model_attributes: Mapping[str, Any] | None = None):
         self._model_path = str(model_path) if model_path is not None else None
@@ -69,6 +74,7 @@ class ONNXModelHandler(OliveModelHandler):
     """
 
     model_type = "ONNXModel"
+    evaluable: ClassVar[bool] = True
 
     def __init__(
         self,

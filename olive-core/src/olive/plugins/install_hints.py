@@ -58,6 +58,13 @@ REPOSITORY_PASSES: dict[str, tuple[str, ...]] = {
         "OnnxGuardedInt4",
         "ExtractAdapters",
     ),
+    "olive-passes-openvino": (
+        "OpenVINOConversion",
+        "OpenVINOQuantization",
+        "OpenVINOQuantizationWithAccuracy",
+        "OpenVINOWeightCompression",
+        "OpenVINOIoUpdate",
+    ),
 }
 
 #: Input model types of this repository's distributions: type name -> (distribution, extra or None).
@@ -66,6 +73,7 @@ REPOSITORY_MODEL_TYPES: dict[str, tuple[str, str | None]] = {
     "PyTorchModel": ("olive-passes-torch", None),
     "GenAIModel": ("olive-passes-genai", None),
     "CompositeModel": ("olive-passes-graph", None),
+    "OpenVINOModel": ("olive-passes-openvino", None),
 }
 
 #: Data container types of this repository's distributions: type name -> (distribution, extra or None).
@@ -104,13 +112,8 @@ MICROSOFT_OLIVE_ONLY: dict[str, str] = {
     "OnnxDiscrepancyCheck": "a pass that checks an ONNX model's outputs against a reference",
     "OnnxMatMul4Quantizer": "a 4-bit MatMul quantizer",
     "OnnxScriptFusion": "an onnxscript fusion pass",
-    "OpenVINOConversion": _OPENVINO,
     "OpenVINOEncapsulation": _OPENVINO,
-    "OpenVINOIoUpdate": _OPENVINO,
     "OpenVINOOptimumConversion": _OPENVINO,
-    "OpenVINOQuantization": _OPENVINO,
-    "OpenVINOQuantizationWithAccuracy": _OPENVINO,
-    "OpenVINOWeightCompression": _OPENVINO,
     "OptimumConversion": _OPTIMUM,
     "OptimumMerging": _OPTIMUM,
     "OrtMixedPrecision": "a GPU mixed-precision pass",
@@ -186,7 +189,6 @@ MICROSOFT_OLIVE_ONLY_MODEL_TYPES: tuple[str, ...] = (
     "DistributedHfModel",
     "DistributedOnnxModel",
     "CompositePyTorchModel",
-    "OpenVINOModel",
     "QairtModel",
     "QairtPreparedModel",
     "QNNModel",
