@@ -35,6 +35,7 @@ _LAZY = {
     "trained_decoder": "olive.testing.decoders",
     "held_out_text": "olive.testing.decoders",
     "calibration_text": "olive.testing.decoders",
+    "inject_outliers": "olive.testing.outliers",
 }
 
 __all__ = sorted(_LAZY)
