@@ -4,14 +4,18 @@ Models: the tiny decoder trained by olive.testing.decoders as it is, and the sam
 channels by olive.testing.outliers.inject_outliers (16 channels of each RMSNorm in front of a MatMul x100, the
 matching input columns of the MatMuls /100: PyTorch outputs unchanged up to fp32 rounding).
 
-Rows, each built from the Hugging Face folder or from the fp32 build: ``fp32`` (ModelBuilder), ``builder int4``
+Rows, each built from the Hugging Face folder or from an fp32 build: ``fp32`` (ModelBuilder), ``builder int4``
 (ModelBuilder, the builder's int4 defaults), ``builder int8`` (ModelBuilder int8), ``RTN int4``
-(OnnxBlockWiseRtnQuantization on the fp32 build, block 32, symmetric) and ``k-quant int4``
-(OnnxKQuantQuantization on the fp32 build, block 32, its fitted offsets) and ``scale migration + builder int4``
-(HfScaleMigration on the Hugging Face folder, fitted on 16 windows of olive.testing's calibration text, then
-ModelBuilder int4 with the builder's defaults). Columns: held-out perplexity (16 windows of 128
-tokens, teacher-forced through onnxruntime-genai), its change against the model's own fp32, top-1 agreement with
-fp32, and size on disk.
+(OnnxBlockWiseRtnQuantization on the fp32 build, block 32, symmetric), ``k-quant int4`` (OnnxKQuantQuantization
+on the fp32 build, block 32, its fitted offsets), ``scale migration + builder int4`` (HfScaleMigration on the
+Hugging Face folder, fitted on 16 windows of olive.testing's calibration text, then ModelBuilder int4 with the
+builder's defaults), ``scale migration fp32`` (its fp32 build: the same function, so the same perplexity) and
+``scale migration + RTN int4`` (RTN int4 as above, on that fp32 build).
+
+Columns: held-out perplexity (16 windows of 128 tokens, teacher-forced through onnxruntime-genai), its change
+against the model's own fp32, top-1 agreement with fp32, and size on disk; for the scale-migrated build (unless
+``--quick``), decode tokens/s as a ratio to the builder's int4 of the same model, timed in alternating rounds
+through onnxruntime_genai.Generator.
 
     python benchmarks/bench_outliers.py [--quick] [--json out.json] [--workdir DIR]
 
@@ -35,6 +39,13 @@ ROWS = (
     ("RTN int4", "OnnxBlockWiseRtnQuantization", {"block_size": 32, "is_symmetric": True}, "fp32"),
     ("k-quant int4", "OnnxKQuantQuantization", {"block_size": 32}, "fp32"),
     ("scale migration + builder int4", "ModelBuilder", {"precision": "int4"}, "scaled-hf"),
+    ("scale migration fp32", "ModelBuilder", {"precision": "fp32"}, "scaled-hf"),
+    (
+        "scale migration + RTN int4",
+        "OnnxBlockWiseRtnQuantization",
+        {"block_size": 32, "is_symmetric": True},
+        "scale-migration-fp32",
+    ),
 )
 
 
@@ -49,7 +60,7 @@ def _build(kind: str, source: Path, out: Path, params: dict) -> None:
     get_registry().get_pass_class(kind)(DEFAULT_CPU_ACCELERATOR, params).run(model, str(out))
 
 
-def _rows(name: str, source: Path, work: Path, text: Path, calibration: Path, windows: int) -> list[dict]:
+def _rows(name: str, source: Path, work: Path, text: Path, calibration: Path, windows: int, speed: bool) -> list[dict]:
     from olive_passes_genai import metrics
     from olive_passes_genai.genai_model import GenAIModelHandler
 
@@ -72,6 +83,11 @@ def _rows(name: str, source: Path, work: Path, text: Path, calibration: Path, wi
                 "size_mb": round(model.size_on_disk / 1e6, 2),
             }
         )
+        if speed and row == "scale migration + builder int4":
+            # The same graph as the builder's int4 with other weights: timed against it in alternating rounds.
+            timing = {"name": "bench", "user_config": {"data_path": str(text), "repeat": 20, "prompt_tokens": 64}}
+            against = metrics._speed(model, timing, None, GenAIModelHandler(work / "builder-int4"))
+            rows[-1]["decode_ratio_to_builder_int4"] = round(against["decode_ratio"], 3)
         print(json.dumps(rows[-1]), flush=True)
     return rows
 
@@ -101,8 +117,10 @@ def main() -> None:
     windows = 4 if args.quick else 16
     rows = []
     if not args.quick:
-        rows += _rows("trained tiny", trained, work / "plain", text, calibration, windows)
-    rows += _rows("trained tiny + outliers (16 ch x100)", outliers, work / "outliers", text, calibration, windows)
+        rows += _rows("trained tiny", trained, work / "plain", text, calibration, windows, True)
+    rows += _rows(
+        "trained tiny + outliers (16 ch x100)", outliers, work / "outliers", text, calibration, windows, not args.quick
+    )
     if args.json:
         Path(args.json).write_text(json.dumps({"cpu": _cpu(), "rows": rows}, indent=1))
 
