@@ -11,11 +11,11 @@ import pytest
 from olive_passes_genai import metrics
 from olive_passes_genai.genai_model import GenAIModelHandler
 from olive_passes_genai.model_builder import ModelBuilder
-from olive_passes_genai.scale_migration import HfScaleMigration, int4_rtn, search_scale
+from olive_passes_genai.scale_migration import HfScaleMigration, int4_rtn, migrate_scales, search_scale
 
 from olive.exceptions import OliveError
 from olive.model.types import handler_from_config
-from olive.testing.decoders import calibration_text, held_out_text
+from olive.testing.decoders import calibration_text, held_out_text, save_decoder
 from olive.testing.outliers import inject_outliers
 
 
@@ -126,3 +126,56 @@ def test_params_are_checked_before_anything_runs(cpu, calibration_file):
         HfScaleMigration(cpu, {"data_path": str(calibration_file), "block_size": 24})
     with pytest.raises(OliveError, match="param 'grid' is 0"):
         HfScaleMigration(cpu, {"data_path": str(calibration_file), "grid": 0})
+
+
+def test_an_olive_run_workflow_migrates_scales_then_builds_int4_that_holds_perplexity(
+    outlier_dir, calibration_file, held_out_file, cpu, tmp_path
+):
+    import onnx
+    from conftest import olive_run, write_json
+
+    def text(name, path):
+        return {"name": name, "type": "TextDataContainer", "load_dataset_config": {"data_path": str(path)}}
+
+    config = write_json(
+        tmp_path / "workflow.json",
+        {
+            "input_model": {"type": "HfModel", "model_path": str(outlier_dir)},
+            # No evaluator: the engine compares metrics with the first pass's output, here a Hugging Face folder.
+            "data_configs": [text("calibration", calibration_file)],
+            "passes": {
+                "scale": {"type": "HfScaleMigration", "data_config": "calibration"},
+                "build": {"type": "ModelBuilder", "precision": "int4"},
+            },
+            "cache_dir": str(tmp_path / "cache"),
+            "output_dir": str(tmp_path / "out"),
+        },
+    )
+    result = olive_run(config)
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "out"
+    ops = [n.op_type for n in onnx.load(out / "model.onnx", load_external_data=False).graph.node]
+    assert ops.count("MatMulNBits") >= 9 and "MatMul" not in ops
+    ModelBuilder(cpu, {"precision": "fp32"}).run(_hf(outlier_dir), str(tmp_path / "fp32"))
+    ppl_metric = {"name": "ppl", "user_config": {"data_path": str(held_out_file), "max_windows": 8}}
+    ppl = {
+        name: metrics._teacher_forced(GenAIModelHandler(folder), ppl_metric, None, None)["perplexity"]
+        for name, folder in (("int4", out), ("fp32", tmp_path / "fp32"))
+    }
+    assert ppl["int4"] <= 1.02 * ppl["fp32"], ppl
+
+
+@pytest.mark.parametrize("arch", ["llama", "phi3"])
+def test_other_architectures_including_fused_projections_keep_their_function(arch, tmp_path):
+    import torch
+    import transformers
+
+    source = inject_outliers(save_decoder(tmp_path / "src", arch), tmp_path / "outliers", channels=4)
+    model = transformers.AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32).eval()
+    ids = torch.tensor(transformers.AutoTokenizer.from_pretrained(source)(held_out_text(2_000))["input_ids"][:96])
+    with torch.no_grad():
+        before = model(input_ids=ids[None]).logits
+        records = migrate_scales(model, [ids[:48], ids[48:]])
+        after = model(input_ids=ids[None]).logits
+    assert len(records) == 4 and all(r["choice"] != "alpha=0" for r in records), records
+    assert float((before - after).abs().max()) < 1e-5 * max(1.0, float(before.abs().max()))
