@@ -227,7 +227,6 @@ class HfScaleMigration(Pass):
     def _run_for_config(self, model: OliveModelHandler, config: BasePassConfig, output_model_path: str) -> Any:
         import numpy as np
         import torch
-        import transformers
 
         from olive_passes_torch.hf_model import HfModelHandler
 
@@ -239,12 +238,15 @@ class HfScaleMigration(Pass):
             )
         source, output = Path(model.model_path), Path(output_model_path)
         samples, said = pass_samples(config, owner)
-        tokenizer = transformers.AutoTokenizer.from_pretrained(source)
+        tokenizer = model.tokenizer()
+        if tokenizer is None:
+            raise PassRunError(f"{owner}: '{source}' has no tokenizer to read the calibration text with")
         tokens = np.asarray(tokenizer("\n".join(samples))["input_ids"], dtype=np.int64)
         cut = windows(tokens, config.window, config.window, config.max_windows)
         if not cut:
             raise PassRunError(f"{owner}: {said} gives under 2 tokens; give more calibration text")
-        network = transformers.AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32).eval()
+        # The handler's own loading: its load_kwargs (trust_remote_code...) and its clear errors.
+        network = model.load_model("float32")
         try:
             records = migrate_scales(network, [torch.from_numpy(w) for w in cut], config.block_size, config.grid)
         except ValueError as error:
