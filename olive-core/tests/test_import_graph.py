@@ -153,7 +153,7 @@ def test_the_old_search_parameter_path_is_the_same_module() -> None:
 
 #: olive.testing's kit of tiny decoder folders builds them with torch and transformers: inside its functions only
 #: (importing it needs neither; calling it without them says to install olive-passes-genai)
-TORCH_TEST_KITS = {"olive.testing.decoders", "olive.testing.adapters"}
+TORCH_TEST_KITS = {"olive.testing.decoders", "olive.testing.adapters", "olive.testing.outliers"}
 
 
 def test_olive_core_never_imports_torch_or_a_pass_distribution() -> None:

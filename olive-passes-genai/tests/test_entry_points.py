@@ -30,7 +30,7 @@ def test_listing_names_the_passes_without_importing_them_and_the_model_type_reso
     run = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True, check=True)
     listing, _, tail = run.stdout.partition("@@")
     ours = {e["name"]: e for e in json.loads(listing) if e["distribution"] == "olive-passes-genai"}
-    assert set(ours) == {"ModelBuilder", "OnnxGuardedInt4", "ExtractAdapters"}
+    assert set(ours) == {"ModelBuilder", "OnnxGuardedInt4", "ExtractAdapters", "HfScaleMigration"}
     # The weight-only passes are olive-passes-quant's, which this distribution depends on.
     quant = {e["name"] for e in json.loads(listing) if e["distribution"] == "olive-passes-quant"}
     assert {"OnnxHqqQuantization", "OnnxKQuantQuantization", "OnnxGptqQuantization"} <= quant

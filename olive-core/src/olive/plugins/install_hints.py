@@ -57,6 +57,7 @@ REPOSITORY_PASSES: dict[str, tuple[str, ...]] = {
         "ModelBuilder",
         "OnnxGuardedInt4",
         "ExtractAdapters",
+        "HfScaleMigration",
     ),
     "olive-passes-openvino": (
         "OpenVINOConversion",

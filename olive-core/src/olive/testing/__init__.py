@@ -5,7 +5,8 @@ Also a pytest plugin (fixtures ``tiny_mlp``, ``tiny_conv``, ``tiny_bert``, ``run
 ``isolated_registry``, ``fresh_venv``), active as soon as olive-core is installed.
 
 Every name loads its module on first access, so ``import olive.testing`` imports neither onnx nor numpy
-(nor torch: ``save_decoder`` and ``trained_decoder``, tiny decoder LLM folders, import it when called).
+(nor torch: ``save_decoder`` and ``trained_decoder``, tiny decoder LLM folders, and ``inject_outliers``, which gives
+one massive-activation channels without changing its function, import it when called).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ _LAZY = {
     "trained_decoder": "olive.testing.decoders",
     "held_out_text": "olive.testing.decoders",
     "calibration_text": "olive.testing.decoders",
+    "inject_outliers": "olive.testing.outliers",
 }
 
 __all__ = sorted(_LAZY)
