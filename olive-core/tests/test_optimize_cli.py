@@ -262,6 +262,9 @@ def test_a_numeric_csv_is_answered_with_the_command_that_saves_it_as_npz(tmp_pat
     assert done.returncode == 0, done.stderr
     saved = np.load(folder / "samples.npz")
     np.testing.assert_allclose(saved["input"], rows, atol=1e-6)
+    # With that file there, the command shown next writes another, never over it.
+    again = one_line_error(invoke("optimize", str(model), "--data", str(table)))
+    assert "samples-1.npz" in again and "np.savez('" + str(folder / "samples.npz") + "'" not in again
     # And the file it wrote is data --data takes: the command goes past the data checks.
     result = invoke("optimize", str(model), "--data", str(folder / "samples.npz"), "--dry-run")
     assert "samples.npz" not in (result.stderr or ""), result.output

@@ -70,7 +70,7 @@ class DataSource:
     blank_lines: int = 0
 
     def count_words(self) -> str:
-        """``138 samples (its non-blank lines; 136 blank lines skipped)``: what was counted, in words."""
+        """``137 samples (one per line; 137 blank line(s) skipped)``: what was counted, in words."""
         if self.kind == "text" and self.path is not None and self.path.suffix.lower() == ".txt":
             skipped = f"; {self.blank_lines} blank line(s) skipped" if self.blank_lines else ""
             return f"{self.samples} samples (one per line{skipped})"
@@ -274,6 +274,11 @@ def _refuse_a_numeric_table(path: Path, facts: ModelFacts, option: str) -> None:
     if len(rows) <= header or not all(_numbers(row) for row in rows[header:]):
         return
     target = path.with_suffix(".npz")
+    # The command must not overwrite a file of the user's: a free name beside the table.
+    count = 1
+    while target.exists():
+        target = path.with_name(f"{path.stem}-{count}.npz")
+        count += 1
     if len(facts.inputs) == 1:
         how = f"Save it once as one: {_npz_command(path, target, facts.inputs[0], delimiter, header)}; then give "
         how += f"--data {shlex.quote(str(target))}"
