@@ -310,9 +310,14 @@ def why_chosen(
         noise = _pair_noise(noises, best_id, runner_up, index)
         tolerance = per_key[index]
         high, low = max(best[index], other[index]), min(best[index], other[index])
-        if not tolerance.ties(high, low, noise):
+        # Decided only where the chosen one is the better of the two: the ranking narrows to what ties with each
+        # objective's leader, so two that both tie with it may stand further apart than the tolerance.
+        if not tolerance.ties(high, low, noise) and best[index] > other[index]:
             parts.append(f"{key} decided ({shown[0]} against {shown[1]})")
             break
+        if not tolerance.ties(high, low, noise):
+            parts.append(f"both tied with the best on {key} ({shown[0]} against {shown[1]})")
+            continue
         if tolerance.relative and tolerance.value > 0 and high - low > tolerance.value * abs(high):
             made_by = f"within the timed rounds' spread of {noise * 100:.0f}%"
         else:
