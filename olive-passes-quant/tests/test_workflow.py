@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from importlib.util import find_spec
 from pathlib import Path
 
 import numpy as np
@@ -88,7 +89,13 @@ def test_every_weight_only_pass_of_an_onnx_model_runs_by_name_in_a_workflow(tmp_
     }
     output = olive.workflows.run(_workflow(bert, calib_npz, tmp_path, passes, search=True))
     ran = {n.pass_name: n for n in output.footprint if n.status == "ok"}
-    assert {"OnnxBlockWiseRtnQuantization", "OnnxHqqQuantization", "OnnxKQuantQuantization"} <= set(ran)
+    expected = {"OnnxBlockWiseRtnQuantization", "OnnxHqqQuantization", "OnnxKQuantQuantization"}
+    if find_spec("torch") is None:
+        # onnxruntime's HQQ solver runs on torch: without it HQQ's run fails, saying so, and the others go on.
+        expected.discard("OnnxHqqQuantization")
+        [hqq] = [n for n in output.footprint if n.pass_name == "OnnxHqqQuantization"]
+        assert hqq.status == "failed" and "needs torch" in hqq.error, hqq.error
+    assert expected <= set(ran)
     for node in ran.values():
         assert node.metrics["agree-cosine_mean"]["value"] >= 0.95
     import onnx
