@@ -5,6 +5,7 @@ with text data: the tiny 2-layer BERTs of conftest.py, saved with their tokenize
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -123,7 +124,11 @@ def test_an_onnx_model_with_its_tokenizer_beside_it_takes_text_data(tmp_path, op
 def test_a_classifier_keeps_its_predicted_class(bert_classifier_dir, sentences) -> None:
     result = invoke("optimize", str(bert_classifier_dir), "--data", str(sentences), "--dry-run")
     assert result.exit_code == 0, result.output
-    assert "Goal:   the fastest model that keeps top1>=0.99" in result.stdout
+    # top1 at 0.99, or (judged on fewer than 100 sentences, where 0.99 allows no flip) at one flip, said in a note.
+    kept = re.search(r"Goal:   the fastest model that keeps top1>=(0\.\d+)", result.stdout)
+    assert kept, result.stdout
+    if kept.group(1) != "0.99":
+        assert f"top1 is kept at {kept.group(1)}, not 0.99" in result.stdout, result.stdout
     agreement = next(
         m for m in printed_workflow(result.stdout)["evaluators"]["optimize"]["metrics"] if m["name"] == "agreement"
     )
