@@ -286,6 +286,6 @@ def print_candidates(
     if data.objectives:
         console.print(f"ranking: {data.ranking_rule}", highlight=False)
     if data.chosen_because:
-        console.print(data.chosen_because, highlight=False, soft_wrap=True)
+        console.print(data.chosen_because, highlight=False)
     if data.tie_note:
         console.print(f"tie: {data.tie_note}", highlight=False)
