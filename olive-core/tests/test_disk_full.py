@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,23 +14,12 @@ import pytest
 from engine_support import base_workflow
 
 from olive.testing.models import mlp_model, save_model
+from olive.testing.small_disk import small_disk_unavailable
 
 TESTS_DIR = Path(__file__).resolve().parent
 
 
-def _can_mount() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root to mount a small tmpfs"
-    if shutil.which("unshare") is None:
-        return "unshare is not installed"
-    probe = subprocess.run(
-        ["unshare", "-m", "--propagation", "private", "sh", "-c", "mount -t tmpfs -o size=1m tmpfs /mnt"],
-        capture_output=True,
-    )
-    return None if probe.returncode == 0 else "cannot mount a tmpfs in a mount namespace here"
-
-
-REASON = _can_mount()
+REASON = small_disk_unavailable()
 
 
 @pytest.mark.skipif(REASON is not None, reason=REASON or "")

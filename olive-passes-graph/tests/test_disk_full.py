@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,21 +16,9 @@ from pathlib import Path
 import pytest
 
 from olive.testing.models import mlp_model, save_model
+from olive.testing.small_disk import small_disk_unavailable
 
-
-def _cannot_mount() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root to mount a small tmpfs"
-    if shutil.which("unshare") is None:
-        return "unshare is not installed"
-    probe = subprocess.run(
-        ["unshare", "-m", "--propagation", "private", "sh", "-c", "mount -t tmpfs -o size=1m tmpfs /mnt"],
-        capture_output=True,
-    )
-    return None if probe.returncode == 0 else "cannot mount a tmpfs in a mount namespace here"
-
-
-REASON = _cannot_mount()
+REASON = small_disk_unavailable()
 OLIVE = Path(sys.executable).with_name("olive")
 
 
